@@ -1,0 +1,17 @@
+//! bzhead: a headless BZFlag 2.4 client core and a server-query plugin host that share one `mio` event loop.
+//!
+//! Architecture (each layer only depends on those above it):
+//!
+//! * [`wire`]: bytes only. A panic-free reader and a writer.
+//! * [`bzflag`]: the sans-IO BZFlag 2.4 (`BZFS0221`) engine. Messages, the session state machine, the roster,
+//!   flags and server variables. It takes bytes, datagrams and `now: Instant`, and gives back events, bytes to
+//!   send and its next deadline. It never touches a socket or the clock.
+//! * [`reactor`]: the only code that does I/O. One `mio::Poll` owns every socket and timer, for any number of
+//!   sessions (and, later, query engines).
+//! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
+//! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
+#![warn(missing_docs)]
+
+pub mod wire;
+pub mod bzflag;
+pub mod cache;

@@ -1,0 +1,1 @@
+//! Integration tests against real servers on loopback.
