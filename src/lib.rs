@@ -12,6 +12,6 @@
 //! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
 #![warn(missing_docs)]
 
-pub mod wire;
 pub mod bzflag;
 pub mod cache;
+pub mod wire;

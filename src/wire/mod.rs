@@ -104,11 +104,9 @@ impl fmt::Display for DecodeError {
             DecodeErrorKind::BadValue { field, value } => {
                 write!(f, "bad value {value} in field '{field}' of {what} at offset {}", self.at)
             }
-            DecodeErrorKind::TooLong { field, max, got } => write!(
-                f,
-                "'{field}' of {what} at offset {} is {got}, more than the {max} allowed",
-                self.at
-            ),
+            DecodeErrorKind::TooLong { field, max, got } => {
+                write!(f, "'{field}' of {what} at offset {} is {got}, more than the {max} allowed", self.at)
+            }
             DecodeErrorKind::TrailingBytes { count } => {
                 write!(f, "{count} unexpected byte(s) after {what} at offset {}", self.at)
             }

@@ -220,9 +220,6 @@ mod tests {
     #[test]
     fn display_names_needed_available_and_offset() {
         let e = DecodeError::new(DecodeErrorKind::Truncated { needed: 4, available: 1 }, 7).context("MsgAlive");
-        assert_eq!(
-            e.to_string(),
-            "not enough data to decode MsgAlive: 4 byte(s) needed at offset 7, but only 1 left"
-        );
+        assert_eq!(e.to_string(), "not enough data to decode MsgAlive: 4 byte(s) needed at offset 7, but only 1 left");
     }
 }
