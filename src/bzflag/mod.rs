@@ -18,6 +18,7 @@
 //! * [`world`]: the world database carried by `MsgGetWorld`.
 pub mod consts;
 pub mod flight;
+pub mod game;
 pub mod msg;
 pub mod vars;
 pub mod world;

@@ -12,6 +12,7 @@
 mod reader;
 mod writer;
 
+pub(crate) use reader::cstr_lossy as reader_cstr;
 pub use reader::Reader;
 pub use writer::Writer;
 
