@@ -188,7 +188,7 @@ impl VarStore {
         if depth > MAX_CHAIN {
             return Err(TooDeep);
         }
-        if visiting.iter().any(|v| *v == key.as_str()) {
+        if visiting.contains(&key.as_str()) {
             // A cycle: every variable on it, and everything that refers to it, is `None`.
             return Ok((None, 0));
         }
