@@ -1,1 +1,359 @@
-//! (being written)
+//! The on-disk world cache, keyed by the world hash.
+//!
+//! A BZFlag server names its world by the MD5 of the complete `MsgGetWorld` blob (fact sheet §5.1 `MsgWantWHash`,
+//! §7.1): 32 lowercase hex digits, prefixed by `'t'` (a generated, temporary world) or `'p'` (a permanent world
+//! file). The official client keeps downloaded worlds in a cache under that name and skips the download when it
+//! already has the blob; [`WorldCache`] does the same for bzhead.
+//!
+//! A cached world is the file `<dir>/<md5hex>.bwc` holding the blob exactly as downloaded. Every load checks that
+//! the file's MD5 still equals its name; a file that does not (truncated, corrupted, tampered with) is removed and
+//! reported as a miss, so the caller just downloads again. Stores write a temporary file in the same directory and
+//! rename it into place, so a reader never sees half a file and a crash leaves at worst a stray `*.tmp`.
+//!
+//! This is the only file I/O outside the reactor, and it is called by the driver, never by the sans-IO engine.
+//! Hashes are checked to be exactly 32 lowercase hex digits before they become part of a path, so a hostile server
+//! cannot make bzhead read or write outside the cache directory, and files larger than [`MAX_WORLD_FILE`] are
+//! neither read nor written.
+#![forbid(unsafe_code)]
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use md5::{Digest, Md5};
+
+/// Largest world blob the cache reads or writes, in bytes (64 MiB).
+pub const MAX_WORLD_FILE: u64 = 64 * 1024 * 1024;
+
+/// Environment variable naming the cache directory; overrides the XDG default (used by tests).
+pub const CACHE_DIR_ENV: &str = "BZHEAD_CACHE_DIR";
+
+/// File name extension of a cached world.
+pub const EXTENSION: &str = "bwc";
+
+/// A directory of cached world blobs named by their MD5. See the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldCache {
+    dir: PathBuf,
+}
+
+impl WorldCache {
+    /// A cache in `dir`. Nothing is touched until the first [`load`](Self::load) or [`store`](Self::store); the
+    /// directory is created on the first store.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        WorldCache { dir: dir.into() }
+    }
+
+    /// The default directory: `$BZHEAD_CACHE_DIR` if set, else `$XDG_CACHE_HOME/bzhead/worlds` (when that is an
+    /// absolute path), else `$HOME/.cache/bzhead/worlds`; `None` when none of these is set.
+    pub fn default_dir() -> Option<PathBuf> {
+        default_dir_from(|name| std::env::var_os(name))
+    }
+
+    /// The directory this cache uses.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file that holds the world with this hash, or `None` when `hash_hex` is not 32 lowercase hex digits.
+    pub fn path_for(&self, hash_hex: &str) -> Option<PathBuf> {
+        is_world_hash(hash_hex).then(|| self.dir.join(format!("{hash_hex}.{EXTENSION}")))
+    }
+
+    /// The cached blob whose MD5 is `hash_hex`, or `None` on a miss.
+    ///
+    /// A miss is: a malformed hash, no such file, an unreadable file, something that is not a regular file, a file
+    /// larger than [`MAX_WORLD_FILE`], or a file whose MD5 differs from its name. Files in the last two cases are
+    /// removed.
+    pub fn load(&self, hash_hex: &str) -> Option<Vec<u8>> {
+        let path = self.path_for(hash_hex)?;
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) => {
+                if e.kind() != io::ErrorKind::NotFound {
+                    tracing::debug!(path = %path.display(), error = %e, "world cache: cannot open");
+                }
+                return None;
+            }
+        };
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
+            tracing::debug!(path = %path.display(), "world cache: not a regular file");
+            return None;
+        }
+        if meta.len() > MAX_WORLD_FILE {
+            self.discard(&path, "larger than the limit");
+            return None;
+        }
+        // Read at most one byte past the limit, whatever the metadata said (the file may grow meanwhile).
+        let capacity = usize::try_from(meta.len()).unwrap_or(0);
+        let mut blob = Vec::with_capacity(capacity);
+        if let Err(e) = file.take(MAX_WORLD_FILE + 1).read_to_end(&mut blob) {
+            tracing::debug!(path = %path.display(), error = %e, "world cache: read failed");
+            return None;
+        }
+        if blob.len() as u64 > MAX_WORLD_FILE {
+            self.discard(&path, "larger than the limit");
+            return None;
+        }
+        if md5_hex(&blob) != hash_hex {
+            self.discard(&path, "MD5 does not match its name");
+            return None;
+        }
+        Some(blob)
+    }
+
+    /// Stores `blob` as the world with hash `hash_hex`, atomically (temporary file, then rename), creating the
+    /// directory if needed. Returns the file's path.
+    ///
+    /// Fails with [`io::ErrorKind::InvalidInput`] when `hash_hex` is not 32 lowercase hex digits or the blob is
+    /// larger than [`MAX_WORLD_FILE`], and with [`io::ErrorKind::InvalidData`] when the blob's MD5 is not
+    /// `hash_hex` (such a file would be thrown away by the next [`load`](Self::load) anyway).
+    pub fn store(&self, hash_hex: &str, blob: &[u8]) -> io::Result<PathBuf> {
+        let Some(path) = self.path_for(hash_hex) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "world hash is not 32 lowercase hex digits"));
+        };
+        if blob.len() as u64 > MAX_WORLD_FILE {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "world blob is larger than the cache limit"));
+        }
+        if md5_hex(blob) != hash_hex {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "world blob does not match its hash"));
+        }
+        fs::create_dir_all(&self.dir)?;
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let tmp = self.dir.join(format!(
+            ".{hash_hex}.{}.{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let result = write_new(&tmp, blob).and_then(|()| fs::rename(&tmp, &path));
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| path)
+    }
+
+    fn discard(&self, path: &Path, why: &str) {
+        tracing::warn!(path = %path.display(), why, "world cache: removing bad file");
+        let _ = fs::remove_file(path);
+    }
+}
+
+/// Writes `bytes` to a file that must not exist yet, and flushes it to disk.
+fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// [`WorldCache::default_dir`] with the environment given as a lookup function.
+fn default_dir_from(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let non_empty = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = non_empty(CACHE_DIR_ENV) {
+        return Some(dir);
+    }
+    // The XDG base directory spec says relative values are invalid and must be ignored.
+    if let Some(xdg) = non_empty("XDG_CACHE_HOME").filter(|p| p.is_absolute()) {
+        return Some(xdg.join("bzhead").join("worlds"));
+    }
+    non_empty("HOME").map(|home| home.join(".cache").join("bzhead").join("worlds"))
+}
+
+/// The MD5 of `bytes` as 32 lowercase hex digits (the form of a world hash).
+pub fn md5_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Md5::digest(bytes);
+    let mut out = String::with_capacity(32);
+    for byte in digest.iter() {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+/// Whether `s` is a world hash as the cache names files: exactly 32 lowercase hex digits.
+pub fn is_world_hash(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Splits the text of a `MsgWantWHash` reply (`'t'` or `'p'`, 32 hex digits, a NUL) into the kind and the hash.
+///
+/// Trailing NULs are ignored and upper-case hex digits are lowered; anything else (another kind letter, a wrong
+/// length, a non-hex digit) gives `None`.
+pub fn parse_world_hash(payload_text: &str) -> Option<(char, String)> {
+    let text = payload_text.trim_end_matches('\0');
+    let mut chars = text.chars();
+    let kind = chars.next().filter(|c| matches!(c, 't' | 'p'))?;
+    let hash = chars.as_str().to_ascii_lowercase();
+    is_world_hash(&hash).then_some((kind, hash))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh, empty directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "bzhead-cache-test-{}-{}-{name}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = fs::remove_dir_all(&dir);
+            TempDir(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    const WORLD: &[u8] = b"a world blob, compressed or not";
+
+    #[test]
+    fn md5_known_answers() {
+        assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(md5_hex(b"The quick brown fox jumps over the lazy dog"), "9e107d9d372bb6826bd81d3542a419d6");
+        assert!(is_world_hash(&md5_hex(WORLD)));
+    }
+
+    #[test]
+    fn hash_validation() {
+        assert!(is_world_hash("d41d8cd98f00b204e9800998ecf8427e"));
+        for bad in [
+            "",
+            "d41d8cd98f00b204e9800998ecf8427",
+            "d41d8cd98f00b204e9800998ecf8427e0",
+            "D41D8CD98F00B204E9800998ECF8427E",
+            "d41d8cd98f00b204e9800998ecf8427g",
+            "../../../../../../../etc/passwd!",
+            "/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "d41d8cd98f00b204e9800998ecf842/e",
+            "d41d8cd98f00b204e9800998ecf84\u{e9}",
+        ] {
+            assert!(!is_world_hash(bad), "{bad:?}");
+            assert_eq!(WorldCache::new("/nonexistent").path_for(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn parse_hash_reply() {
+        let hash = "0123456789abcdef0123456789abcdef";
+        assert_eq!(parse_world_hash(&format!("t{hash}\0")), Some(('t', hash.to_owned())));
+        assert_eq!(parse_world_hash(&format!("p{hash}")), Some(('p', hash.to_owned())));
+        assert_eq!(parse_world_hash(&format!("p{}\0\0", hash.to_uppercase())), Some(('p', hash.to_owned())));
+        for bad in [
+            String::new(),
+            "\0".to_owned(),
+            "t".to_owned(),
+            format!("x{hash}\0"),
+            format!("{hash}\0"),
+            format!("t{hash}0\0"),
+            format!("t{}\0", &hash[1..]),
+            format!("t{hash}\0junk"),
+            format!(" t{hash}"),
+            "t0123456789abcdef0123456789abcde\u{e9}".to_owned(),
+        ] {
+            assert_eq!(parse_world_hash(&bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn store_then_load() {
+        let tmp = TempDir::new("roundtrip");
+        let cache = WorldCache::new(tmp.0.join("nested").join("worlds"));
+        let hash = md5_hex(WORLD);
+        assert_eq!(cache.load(&hash), None, "a miss before the directory exists");
+        let path = cache.store(&hash, WORLD).unwrap();
+        assert_eq!(path, cache.dir().join(format!("{hash}.bwc")));
+        assert_eq!(cache.load(&hash).as_deref(), Some(WORLD));
+        // Storing again replaces the file and leaves no temporary files behind.
+        cache.store(&hash, WORLD).unwrap();
+        let names: Vec<_> = fs::read_dir(cache.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, [OsString::from(format!("{hash}.bwc"))]);
+        // The empty world is a valid blob too.
+        let empty = md5_hex(b"");
+        cache.store(&empty, b"").unwrap();
+        assert_eq!(cache.load(&empty), Some(Vec::new()));
+    }
+
+    #[test]
+    fn store_refuses_bad_input() {
+        let tmp = TempDir::new("refuse");
+        let cache = WorldCache::new(&tmp.0);
+        let err = cache.store("../evil", WORLD).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        let err = cache.store(&md5_hex(WORLD).to_uppercase(), WORLD).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        let err = cache.store(&md5_hex(b"other"), WORLD).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(!tmp.0.exists(), "nothing was created");
+        assert_eq!(cache.load("../evil"), None);
+    }
+
+    #[test]
+    fn corrupt_files_are_removed() {
+        let tmp = TempDir::new("corrupt");
+        let cache = WorldCache::new(&tmp.0);
+        let hash = md5_hex(WORLD);
+        let path = cache.store(&hash, WORLD).unwrap();
+        fs::write(&path, &WORLD[..10]).unwrap();
+        assert_eq!(cache.load(&hash), None);
+        assert!(!path.exists(), "the truncated file is gone");
+        // Then a fresh store works again.
+        cache.store(&hash, WORLD).unwrap();
+        assert_eq!(cache.load(&hash).as_deref(), Some(WORLD));
+    }
+
+    #[test]
+    fn oversized_files_are_not_read() {
+        let tmp = TempDir::new("oversized");
+        let cache = WorldCache::new(&tmp.0);
+        fs::create_dir_all(&tmp.0).unwrap();
+        let hash = md5_hex(b"whatever");
+        let path = cache.path_for(&hash).unwrap();
+        // A sparse file just over the limit: no disk space used, and load must not read it.
+        let file = File::create(&path).unwrap();
+        file.set_len(MAX_WORLD_FILE + 1).unwrap();
+        drop(file);
+        assert_eq!(cache.load(&hash), None);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn directories_are_not_worlds() {
+        let tmp = TempDir::new("dir");
+        let cache = WorldCache::new(&tmp.0);
+        let hash = md5_hex(WORLD);
+        fs::create_dir_all(cache.path_for(&hash).unwrap()).unwrap();
+        assert_eq!(cache.load(&hash), None);
+        assert!(cache.store(&hash, WORLD).is_err(), "cannot rename a file over a directory");
+        let leftovers = fs::read_dir(cache.dir()).unwrap().count();
+        assert_eq!(leftovers, 1, "the temporary file was cleaned up");
+    }
+
+    #[test]
+    fn default_dir_precedence() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+        };
+        static ALL: [(&str, &str); 3] =
+            [(CACHE_DIR_ENV, "/override"), ("XDG_CACHE_HOME", "/xdg"), ("HOME", "/home/me")];
+        assert_eq!(default_dir_from(env(&ALL[..])), Some(PathBuf::from("/override")));
+        assert_eq!(default_dir_from(env(&ALL[1..])), Some(PathBuf::from("/xdg/bzhead/worlds")));
+        assert_eq!(default_dir_from(env(&ALL[2..])), Some(PathBuf::from("/home/me/.cache/bzhead/worlds")));
+        assert_eq!(
+            default_dir_from(env(&[(CACHE_DIR_ENV, ""), ("XDG_CACHE_HOME", "relative"), ("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/bzhead/worlds"))
+        );
+        assert_eq!(default_dir_from(env(&[])), None);
+    }
+}
