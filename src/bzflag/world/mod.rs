@@ -1,1 +1,105 @@
-//! (being written)
+//! The world database carried by `MsgGetWorld` (protocol fact sheet §7).
+//!
+//! The server sends the world as one blob, in 1016-byte chunks: an `'he'` … `'ed'` [`Envelope`] around a zlib
+//! stream of the database. The database is ten sections (dynamic colours, texture matrices, materials, physics
+//! drivers, transforms, obstacles as group definitions, teleporter links, water, weapons, zones) with no per-record
+//! framing, so every record must be decoded to reach the next; [`WorldDb::parse`] decodes all of it into typed
+//! records and insists on ending exactly at the end of the buffer.
+//!
+//! ```no_run
+//! # fn demo(blob: &[u8]) -> Result<(), bzhead::bzflag::world::WorldError> {
+//! let world = bzhead::bzflag::world::parse_blob(blob)?;
+//! println!("{}", world.counts()); // "4 wall, 24 box, 28 pyramid, 4 base"
+//! # Ok(()) }
+//! ```
+//!
+//! Nothing here panics on any input, and memory use is bounded: the inflated size is capped
+//! ([`MAX_WORLD_SIZE`]) and checked while inflating, and every count is checked against the bytes left before
+//! anything is allocated for it.
+//!
+//! What is kept is what was sent: group instances are not expanded, arcs/cones/spheres/tetras are not turned
+//! into meshes. [`WorldDb::to_bytes`] writes a database back out (byte-identical for the captured worlds), which
+//! tests and fake servers use.
+#![forbid(unsafe_code)]
+
+mod emit;
+mod envelope;
+mod parse;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use envelope::{
+    inflate_blob, Envelope, ENVELOPE_OVERHEAD, MAP_VERSION, MAX_WORLD_SIZE, WORLD_CODE_END, WORLD_CODE_HEADER,
+    WORLD_HEADER_LEN,
+};
+pub use types::*;
+
+use crate::wire::DecodeError;
+use std::fmt;
+
+/// Why a world blob could not be turned into a [`WorldDb`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorldError {
+    /// The envelope is wrong: truncated, wrong codes or map version, bytes after the end record, or a declared
+    /// size above the cap.
+    Envelope(DecodeError),
+    /// The zlib stream is corrupt, ends early, or is followed by extra bytes.
+    Inflate(String),
+    /// The stream inflated to a different size than the envelope declared.
+    SizeMismatch {
+        /// Size in the envelope.
+        declared: usize,
+        /// Size the stream inflated to.
+        actual: usize,
+    },
+    /// The stream inflates to more than the declared size (inflation was stopped there).
+    Overflow {
+        /// Size in the envelope.
+        declared: usize,
+    },
+    /// The database itself is malformed.
+    Database {
+        /// What failed, at which offset of the decompressed database.
+        error: DecodeError,
+        /// Where in the database, outermost first, e.g. `world group, mesh #3, face 2`.
+        location: String,
+    },
+}
+
+impl fmt::Display for WorldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorldError::Envelope(e) => write!(f, "bad world envelope: {e}"),
+            WorldError::Inflate(why) => write!(f, "cannot decompress the world: {why}"),
+            WorldError::SizeMismatch { declared, actual } => {
+                write!(f, "the world decompresses to {actual} bytes but the server announced {declared} bytes")
+            }
+            WorldError::Overflow { declared } => {
+                write!(f, "the world decompresses to more than the {declared} bytes the server announced")
+            }
+            WorldError::Database { error, location } if location.is_empty() => {
+                write!(f, "malformed world database: {error}")
+            }
+            WorldError::Database { error, location } => write!(f, "malformed world database ({location}): {error}"),
+        }
+    }
+}
+
+impl std::error::Error for WorldError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorldError::Envelope(e) | WorldError::Database { error: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Parses a whole `MsgGetWorld` blob (the bytes whose MD5 is the world hash): envelope, inflation (capped at
+/// [`MAX_WORLD_SIZE`]) and database.
+pub fn parse_blob(blob: &[u8]) -> Result<WorldDb, WorldError> {
+    let db = inflate_blob(blob)?;
+    WorldDb::parse(&db)
+}
