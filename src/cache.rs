@@ -22,8 +22,6 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use md5::{Digest, Md5};
-
 /// Largest world blob the cache reads or writes, in bytes (64 MiB).
 pub const MAX_WORLD_FILE: u64 = 64 * 1024 * 1024;
 
@@ -162,16 +160,7 @@ fn default_dir_from(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 }
 
 /// The MD5 of `bytes` as 32 lowercase hex digits (the form of a world hash).
-pub fn md5_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Md5::digest(bytes);
-    let mut out = String::with_capacity(32);
-    for byte in digest.iter() {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    out
-}
+pub use crate::bzflag::session::md5_hex;
 
 /// Whether `s` is a world hash as the cache names files: exactly 32 lowercase hex digits.
 pub fn is_world_hash(s: &str) -> bool {

@@ -14,4 +14,7 @@
 
 pub mod bzflag;
 pub mod cache;
+pub mod observer;
+pub mod reactor;
+pub mod record;
 pub mod wire;

@@ -1,1 +1,375 @@
-fn main() {}
+//! The `bzhead` command line. See `bzhead --help`.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
+use bzhead::bzflag::event::Event;
+use bzhead::bzflag::session::SessionConfig;
+use bzhead::cache::WorldCache;
+use bzhead::observer::{json_line, text_line, Filter};
+use bzhead::reactor::{Reactor, SessionOptions};
+
+/// Exit codes (documented in the README and `--help`).
+mod exit {
+    pub const OK: u8 = 0;
+    pub const USAGE: u8 = 2;
+    pub const CONNECT: u8 = 3;
+    pub const PROTOCOL: u8 = 6;
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 clean leave, 2 usage, 3 cannot connect, 4 rejected, \
+5 kicked or superkilled, 6 protocol error (including a server that closes or stops answering).";
+
+#[derive(Parser)]
+#[command(name = "bzhead", version, about = "A headless BZFlag 2.4 client: observer, query and replay", after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Join a server as an observer and print what happens (bzadmin-style text or JSON lines).
+    ///
+    /// Lines typed on standard input are sent as chat to everybody; "/quit" leaves. Other lines starting with
+    /// "/" are server commands.
+    #[command(after_help = EXIT_CODES)]
+    Observe(ObserveArgs),
+    /// Ask a server about its game without joining.
+    #[command(after_help = EXIT_CODES)]
+    Query {
+        #[command(subcommand)]
+        proto: QueryProto,
+    },
+    /// Feed a recording (made with `observe --record`) through the engine offline and print its events.
+    Replay(ReplayArgs),
+}
+
+#[derive(clap::Args)]
+struct ObserveArgs {
+    /// Server, HOST[:PORT] (port 5154 by default).
+    server: String,
+    /// Callsign to join with.
+    #[arg(long, default_value = "bzhead")]
+    callsign: String,
+    /// Motto.
+    #[arg(long, default_value = "bzhead observer")]
+    motto: String,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Leave cleanly after this many seconds.
+    #[arg(long = "for", value_name = "SECONDS")]
+    for_secs: Option<f64>,
+    /// Also print these event types (comma-separated, or "all"; e.g. update,shot_begin).
+    #[arg(long, value_name = "TYPES")]
+    show: Vec<String>,
+    /// Do not print these event types (comma-separated).
+    #[arg(long, value_name = "TYPES")]
+    hide: Vec<String>,
+    /// Record every payload both ways, with times, to FILE (replay it with `bzhead replay FILE`).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Do not bring up the UDP link (everything over TCP).
+    #[arg(long)]
+    no_udp: bool,
+    /// Join like bzadmin: no flag negotiation, settings or world download.
+    #[arg(long)]
+    no_world: bool,
+    /// Do not read or write the world cache.
+    #[arg(long)]
+    no_cache: bool,
+    /// World cache directory (default: $BZHEAD_CACHE_DIR, else $XDG_CACHE_HOME/bzhead/worlds).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum QueryProto {
+    /// A BZFlag 2.4 server: game style, options, limits, teams and players (what bzfquery prints).
+    Bzflag {
+        /// Server, HOST[:PORT] (port 5154 by default).
+        server: String,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Give up after this many milliseconds.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u64,
+    },
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// The recording.
+    file: PathBuf,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also print these event types.
+    #[arg(long, value_name = "TYPES")]
+    show: Vec<String>,
+    /// Do not print these event types.
+    #[arg(long, value_name = "TYPES")]
+    hide: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_env("BZHEAD_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_writer(io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Observe(a) => observe(a),
+        Cmd::Query { proto: QueryProto::Bzflag { server, json, timeout_ms } } => {
+            query_bzflag(&server, json, timeout_ms)
+        }
+        Cmd::Replay(a) => replay(a),
+    };
+    ExitCode::from(code)
+}
+
+/// Resolves HOST[:PORT]; IPv4 first.
+fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
+    let with_port = if server.parse::<SocketAddr>().is_ok() || has_port(server) {
+        server.to_string()
+    } else if server.contains(':') && !server.starts_with('[') {
+        format!("[{server}]:{default_port}")
+    } else {
+        format!("{server}:{default_port}")
+    };
+    let addrs: Vec<SocketAddr> =
+        with_port.to_socket_addrs().map_err(|e| format!("cannot resolve {server}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("cannot resolve {server}: no address"))
+}
+
+fn has_port(s: &str) -> bool {
+    if let Some(rest) = s.strip_prefix('[') {
+        return rest.contains("]:");
+    }
+    s.matches(':').count() == 1 && s.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok())
+}
+
+fn world_cache(no_cache: bool, dir: Option<PathBuf>) -> Option<WorldCache> {
+    if no_cache {
+        return None;
+    }
+    dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))
+}
+
+fn observe(a: ObserveArgs) -> u8 {
+    let filter = match Filter::new(&a.show, &a.hide) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::USAGE;
+        }
+    };
+    let addr = match resolve(&a.server, DEFAULT_PORT) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::CONNECT;
+        }
+    };
+    let config = SessionConfig {
+        callsign: a.callsign.clone(),
+        motto: a.motto.clone(),
+        team: Team::Observer,
+        player_type: PlayerType::Tank,
+        udp: !a.no_udp,
+        full_join: !a.no_world,
+        ..SessionConfig::default()
+    };
+    let mut reactor = match Reactor::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bzhead: cannot start the event loop: {e}");
+            return exit::PROTOCOL;
+        }
+    };
+    let options = SessionOptions { record: a.record.clone(), cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+    let id = match reactor.add_session(addr, config, options) {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("bzhead: cannot connect to {addr}: {e}");
+            return exit::CONNECT;
+        }
+    };
+    let start = reactor.started(id).unwrap_or_else(Instant::now);
+    let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
+
+    // Standard input is read on a helper thread that wakes the reactor; a closed stdin is not a reason to leave.
+    let (tx, rx) = mpsc::channel::<String>();
+    let waker = reactor.waker();
+    std::thread::spawn(move || {
+        let stdin = io::stdin();
+        for line in stdin.lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+            let _ = waker.wake();
+        }
+    });
+
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let interactive = io::stdout().is_terminal();
+    let mut exit_code = exit::PROTOCOL;
+    let mut left = false;
+    let mut print = |out: &mut io::BufWriter<io::StdoutLock<'_>>, at: Instant, ev: &Event| {
+        if let Event::Closed { exit_code: c, .. } = ev {
+            exit_code = u8::try_from(*c).unwrap_or(exit::PROTOCOL);
+        }
+        if filter.allows(ev) {
+            let t = at.saturating_duration_since(start);
+            let line = if a.json { json_line(t, ev) } else { text_line(ev) };
+            let _ = writeln!(out, "{line}");
+        }
+    };
+    loop {
+        let wait = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(Duration::from_secs(3600));
+        if let Err(e) = reactor.turn(Some(wait)) {
+            eprintln!("bzhead: event loop failed: {e}");
+            return exit::PROTOCOL;
+        }
+        while let Ok(line) = rx.try_recv() {
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.trim() == "/quit" {
+                reactor.leave(id);
+                left = true;
+            } else if !line.trim().is_empty() {
+                let text = line.strip_prefix("//").map(|r| format!("/{r}")).unwrap_or_else(|| line.to_string());
+                reactor.send_chat(id, player::ALL_PLAYERS, &text);
+            }
+        }
+        if !left && deadline.is_some_and(|d| Instant::now() >= d) {
+            reactor.leave(id);
+            left = true;
+        }
+        while let Some((_, at, ev)) = reactor.poll_event() {
+            print(&mut out, at, &ev);
+        }
+        if interactive || reactor.is_done(id) {
+            let _ = out.flush();
+        }
+        if reactor.is_done(id) {
+            break;
+        }
+    }
+    if let Some(end) = reactor.session(id).and_then(|s| s.end()) {
+        if end.exit_code() != 0 {
+            eprintln!("bzhead: {end}");
+        }
+    }
+    if let Some(path) = &a.record {
+        if let Some(err) = reactor.record_error(id) {
+            eprintln!("bzhead: the recording {} is incomplete: {err}", path.display());
+        }
+    }
+    exit_code
+}
+
+fn query_bzflag(server: &str, json: bool, timeout_ms: u64) -> u8 {
+    let addr = match resolve(server, DEFAULT_PORT) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::CONNECT;
+        }
+    };
+    let config = SessionConfig {
+        query_only: true,
+        hello_timeout: Duration::from_millis(timeout_ms),
+        join_timeout: Duration::from_millis(timeout_ms),
+        ..SessionConfig::default()
+    };
+    let mut reactor = match Reactor::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bzhead: cannot start the event loop: {e}");
+            return exit::PROTOCOL;
+        }
+    };
+    let id = match reactor.add_session(addr, config, SessionOptions::default()) {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("bzhead: cannot connect to {addr}: {e}");
+            return exit::CONNECT;
+        }
+    };
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(timeout_ms.saturating_mul(2).max(100));
+    if let Err(e) = reactor.run_until_done(deadline) {
+        eprintln!("bzhead: event loop failed: {e}");
+        return exit::PROTOCOL;
+    }
+    let mut result = None;
+    let mut code = exit::PROTOCOL;
+    while let Some((_, at, ev)) = reactor.poll_event() {
+        match ev {
+            Event::QueryResult { game, teams, players } => result = Some((game, teams, players, at - started)),
+            Event::Closed { exit_code, .. } => code = u8::try_from(exit_code).unwrap_or(exit::PROTOCOL),
+            _ => {}
+        }
+    }
+    let Some((game, teams, players, elapsed)) = result else {
+        let why = reactor
+            .session(id)
+            .and_then(|s| s.end().map(|e| e.to_string()))
+            .unwrap_or_else(|| "no answer in time".to_string());
+        eprintln!("bzhead: query of {addr} failed: {why}");
+        return if code == exit::OK { exit::PROTOCOL } else { code };
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if json {
+        let v = bzhead::bzflag::query::to_json(addr, &game, &teams, &players, elapsed);
+        let _ = writeln!(out, "{v}");
+    } else {
+        let _ = write!(out, "{}", bzhead::bzflag::query::to_text(&game, &teams, &players));
+    }
+    exit::OK
+}
+
+fn replay(a: ReplayArgs) -> u8 {
+    let filter = match Filter::new(&a.show, &a.hide) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::USAGE;
+        }
+    };
+    let (meta, records) = match bzhead::record::read_records(&a.file) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("bzhead: {}: {e}", a.file.display());
+            return exit::USAGE;
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    for (t, ev) in bzhead::record::replay(&meta, &records) {
+        if filter.allows(&ev) {
+            let line = if a.json { json_line(t, &ev) } else { text_line(&ev) };
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    let _ = out.flush();
+    exit::OK
+}

@@ -17,8 +17,11 @@
 //! * [`flight`]: the flag flight arc.
 //! * [`world`]: the world database carried by `MsgGetWorld`.
 pub mod consts;
+pub mod event;
 pub mod flight;
 pub mod game;
 pub mod msg;
+pub mod query;
+pub mod session;
 pub mod vars;
 pub mod world;

@@ -1,0 +1,678 @@
+//! The only code in bzhead that does I/O: one `mio::Poll` owns every socket and timer.
+//!
+//! A [`Reactor`] runs any number of BZFlag sessions at once (a slab of them). Each turn it waits for readiness or
+//! the earliest engine deadline, reads the clock once, drains every ready socket until `WouldBlock` into one
+//! reused 64 KiB buffer, fires the due timers, and then drains each touched engine's outputs: bytes to send (a
+//! bounded write queue with `WRITABLE` interest only while bytes are queued), world-cache requests, events, and
+//! its next deadline.
+//!
+//! Sockets and timers are kept in slabs keyed by `mio::Token`, with a [`Source`] telling what each token is, so
+//! that other engines (the query scanner) can register their own UDP sockets and timers on the same poll.
+//!
+//! Every input an engine gets can be written to a recording ([`crate::record`]).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpStream, UdpSocket};
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+use tracing::{debug, warn};
+
+use crate::bzflag::event::Event;
+use crate::bzflag::session::{Channel, Session, SessionConfig, WorldRequest};
+use crate::cache::WorldCache;
+use crate::record::{Kind, Meta, Recorder};
+
+/// Time allowed for a TCP connect.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most bytes queued for one TCP connection before the session is dropped (the server is not reading).
+pub const MAX_WRITE_QUEUE: usize = 1 << 20;
+/// Most datagrams queued for one UDP socket while the kernel buffer is full; older ones are dropped.
+pub const MAX_UDP_QUEUE: usize = 64;
+
+const WAKER_TOKEN: Token = Token(usize::MAX - 1);
+
+/// Identifies a session on a reactor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub usize);
+
+/// What a token stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A session's TCP connection.
+    BzTcp(SessionId),
+    /// A session's UDP socket.
+    BzUdp(SessionId),
+}
+
+/// Per-session options of the driver (not of the engine).
+#[derive(Debug, Default)]
+pub struct SessionOptions {
+    /// Write a recording of the session here.
+    pub record: Option<PathBuf>,
+    /// Use this world cache (None: no cache).
+    pub cache: Option<WorldCache>,
+}
+
+struct Conn {
+    session: Session,
+    server: SocketAddr,
+    tcp: TcpStream,
+    tcp_token: Token,
+    connected: bool,
+    connect_deadline: Option<Instant>,
+    udp: Option<(UdpSocket, Token)>,
+    udp_queue: VecDeque<Vec<u8>>,
+    wq: Vec<u8>,
+    wq_sent: usize,
+    writable_interest: bool,
+    recorder: Option<Recorder>,
+    cache: Option<WorldCache>,
+    armed: Option<Instant>,
+    done: bool,
+    udp_dropped: u64,
+    started: Instant,
+    record_error: Option<String>,
+}
+
+/// The event loop. See the module documentation.
+pub struct Reactor {
+    poll: Poll,
+    events: Events,
+    sources: Slab<Source>,
+    conns: Slab<Conn>,
+    timers: BinaryHeap<Reverse<(Instant, u64, usize)>>,
+    seq: u64,
+    buf: Vec<u8>,
+    out: VecDeque<(SessionId, Instant, Event)>,
+    waker: Arc<Waker>,
+}
+
+impl Reactor {
+    /// A new reactor.
+    pub fn new() -> io::Result<Reactor> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
+        Ok(Reactor {
+            poll,
+            events: Events::with_capacity(1024),
+            sources: Slab::new(),
+            conns: Slab::new(),
+            timers: BinaryHeap::new(),
+            seq: 0,
+            buf: vec![0; 64 * 1024],
+            out: VecDeque::new(),
+            waker,
+        })
+    }
+
+    /// A waker that interrupts [`Reactor::turn`] from another thread (e.g. a stdin reader).
+    pub fn waker(&self) -> Arc<Waker> {
+        self.waker.clone()
+    }
+
+    /// Starts a BZFlag session to `server`: a non-blocking connect, then the join.
+    pub fn add_session(
+        &mut self,
+        server: SocketAddr,
+        config: SessionConfig,
+        options: SessionOptions,
+    ) -> io::Result<SessionId> {
+        let now = Instant::now();
+        let recorder =
+            match &options.record {
+                Some(p) => Some(Recorder::create(p, &Meta::new(&server.to_string(), &config), now).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display()))
+                })?),
+                None => None,
+            };
+        let mut tcp = TcpStream::connect(server)?;
+        let _ = tcp.set_nodelay(true);
+        let entry = self.conns.vacant_entry();
+        let id = SessionId(entry.key());
+        let token = Token(self.sources.insert(Source::BzTcp(id)));
+        if let Err(e) = self.poll.registry().register(&mut tcp, token, Interest::READABLE | Interest::WRITABLE) {
+            self.sources.remove(token.0);
+            return Err(e);
+        }
+        entry.insert(Conn {
+            session: Session::new(config),
+            server,
+            tcp,
+            tcp_token: token,
+            connected: false,
+            connect_deadline: Some(now + CONNECT_TIMEOUT),
+            udp: None,
+            udp_queue: VecDeque::new(),
+            wq: Vec::new(),
+            wq_sent: 0,
+            writable_interest: true,
+            recorder,
+            cache: options.cache,
+            armed: None,
+            done: false,
+            udp_dropped: 0,
+            started: now,
+            record_error: None,
+        });
+        self.rearm(id.0);
+        Ok(id)
+    }
+
+    /// The session, if it exists.
+    pub fn session(&self, id: SessionId) -> Option<&Session> {
+        self.conns.get(id.0).map(|c| &c.session)
+    }
+
+    /// When the session was added (its recording's time zero).
+    pub fn started(&self, id: SessionId) -> Option<Instant> {
+        self.conns.get(id.0).map(|c| c.started)
+    }
+
+    /// The recording's write error, if writing it failed.
+    pub fn record_error(&self, id: SessionId) -> Option<&str> {
+        self.conns.get(id.0).and_then(|c| c.record_error.as_deref())
+    }
+
+    /// UDP datagrams dropped because the socket's queue was full.
+    pub fn udp_dropped(&self, id: SessionId) -> u64 {
+        self.conns.get(id.0).map_or(0, |c| c.udp_dropped)
+    }
+
+    /// Ids of every session still on the reactor.
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        self.conns.iter().map(|(k, _)| SessionId(k)).collect()
+    }
+
+    /// True when the session is over and its sockets are closed.
+    pub fn is_done(&self, id: SessionId) -> bool {
+        self.conns.get(id.0).is_none_or(|c| c.done)
+    }
+
+    /// True when every session is done.
+    pub fn all_done(&self) -> bool {
+        self.conns.iter().all(|(_, c)| c.done)
+    }
+
+    /// Removes a finished (or any) session, closing its sockets.
+    pub fn remove_session(&mut self, id: SessionId) -> Option<Session> {
+        if !self.conns.contains(id.0) {
+            return None;
+        }
+        let mut c = self.conns.remove(id.0);
+        self.close_sockets(&mut c);
+        Some(c.session)
+    }
+
+    /// Sends chat through a session (recorded for replay).
+    pub fn send_chat(&mut self, id: SessionId, to: u8, text: &str) {
+        let now = Instant::now();
+        if let Some(c) = self.conns.get_mut(id.0) {
+            if let Some(r) = &mut c.recorder {
+                let mut d = vec![to];
+                d.extend_from_slice(text.as_bytes());
+                r.record(Kind::Chat, now, &d);
+            }
+            c.session.send_chat(to, text);
+        }
+        self.pump(id.0, now);
+    }
+
+    /// Leaves the game (`MsgExit`) and closes the session (recorded for replay).
+    pub fn leave(&mut self, id: SessionId) {
+        let now = Instant::now();
+        if let Some(c) = self.conns.get_mut(id.0) {
+            if let Some(r) = &mut c.recorder {
+                r.record(Kind::Leave, now, &[]);
+            }
+            c.session.leave(now);
+        }
+        self.pump(id.0, now);
+    }
+
+    /// Runs `f` on a session (commands that need no recording, e.g. a bot's controls), then sends what it
+    /// produced.
+    pub fn with_session<R>(&mut self, id: SessionId, f: impl FnOnce(&mut Session, Instant) -> R) -> Option<R> {
+        let now = Instant::now();
+        let r = self.conns.get_mut(id.0).map(|c| f(&mut c.session, now));
+        self.pump(id.0, now);
+        r
+    }
+
+    /// The next event of any session, with the session and the time it happened.
+    pub fn poll_event(&mut self) -> Option<(SessionId, Instant, Event)> {
+        self.out.pop_front()
+    }
+
+    /// One turn of the loop: waits for readiness, the earliest deadline or `max_wait`, whichever comes first, then
+    /// handles everything that is ready. Returns early when woken by the [`Reactor::waker`].
+    pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
+        let now = Instant::now();
+        let next = self.timers.peek().map(|Reverse((t, _, _))| t.saturating_duration_since(now));
+        let timeout = match (next, max_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        loop {
+            match self.poll.poll(&mut self.events, timeout) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let now = Instant::now();
+        let ready: Vec<(Token, bool, bool)> =
+            self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
+        let mut touched = Vec::new();
+        for (token, readable, writable) in ready {
+            if token == WAKER_TOKEN {
+                continue;
+            }
+            // Sporadic events for removed sources are ignored.
+            let Some(&source) = self.sources.get(token.0) else { continue };
+            match source {
+                Source::BzTcp(id) => {
+                    self.on_tcp_ready(id.0, now, readable, writable);
+                    touched.push(id.0);
+                }
+                Source::BzUdp(id) => {
+                    self.on_udp_ready(id.0, now, readable, writable);
+                    touched.push(id.0);
+                }
+            }
+        }
+        while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(c) = self.conns.get_mut(key) else { continue };
+            if c.armed != Some(t) || c.done {
+                continue; // stale
+            }
+            c.armed = None;
+            if c.connect_deadline.is_some_and(|d| d <= now) && !c.connected {
+                c.connect_deadline = None;
+                c.session
+                    .handle_connect_failed(now, format!("no answer from {} within {:?}", c.server, CONNECT_TIMEOUT));
+                if let Some(r) = &mut c.recorder {
+                    r.record(Kind::ConnectFailed, now, b"timed out");
+                }
+            } else {
+                if let Some(r) = &mut c.recorder {
+                    r.record(Kind::Timeout, now, &[]);
+                }
+                c.session.handle_timeout(now);
+            }
+            touched.push(key);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for key in touched {
+            self.pump(key, now);
+        }
+        Ok(())
+    }
+
+    /// Runs turns until every session is done or `deadline` passes; events stay queued for
+    /// [`Reactor::poll_event`]. Returns true when all sessions are done.
+    pub fn run_until_done(&mut self, deadline: Instant) -> io::Result<bool> {
+        while !self.all_done() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            self.turn(Some(deadline - now))?;
+        }
+        Ok(true)
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    fn on_tcp_ready(&mut self, key: usize, now: Instant, readable: bool, writable: bool) {
+        let Some(c) = self.conns.get_mut(key) else { return };
+        if c.done {
+            return;
+        }
+        if !c.connected {
+            // mio's connect procedure: an event, then take_error, then peer_addr.
+            match c.tcp.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    fail_connect(c, now, &e);
+                    return;
+                }
+                Ok(None) => {}
+            }
+            match c.tcp.peer_addr() {
+                Ok(_) => {
+                    c.connected = true;
+                    c.connect_deadline = None;
+                    if let Some(r) = &mut c.recorder {
+                        r.record(Kind::Connected, now, &[]);
+                    }
+                    c.session.handle_connected(now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                Err(e) => {
+                    fail_connect(c, now, &e);
+                    return;
+                }
+            }
+        }
+        if readable {
+            loop {
+                match c.tcp.read(&mut self.buf) {
+                    Ok(0) => {
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::TcpClosed, now, &[]);
+                        }
+                        c.session.handle_tcp_closed(now);
+                        break;
+                    }
+                    Ok(n) => {
+                        let data = &self.buf[..n];
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::TcpIn, now, data);
+                        }
+                        c.session.handle_tcp(now, data);
+                        if c.session.is_closed() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        debug!(error = %e, "tcp read error");
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::TcpClosed, now, &[]);
+                        }
+                        c.session.handle_tcp_closed(now);
+                        break;
+                    }
+                }
+            }
+        }
+        if writable {
+            flush_tcp(c);
+        }
+    }
+
+    fn on_udp_ready(&mut self, key: usize, now: Instant, readable: bool, writable: bool) {
+        let Some(c) = self.conns.get_mut(key) else { return };
+        if c.done {
+            return;
+        }
+        let Some((sock, _)) = &c.udp else { return };
+        if readable {
+            loop {
+                match sock.recv(&mut self.buf) {
+                    Ok(n) => {
+                        let data = &self.buf[..n];
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::UdpIn, now, data);
+                        }
+                        c.session.handle_udp(now, data);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // ICMP errors (port unreachable) surface here on a connected UDP socket; they are not fatal.
+                    Err(e) => {
+                        debug!(error = %e, "udp recv error");
+                        break;
+                    }
+                }
+            }
+        }
+        if writable {
+            flush_udp(c);
+        }
+    }
+
+    /// Drains a session's outputs until it has nothing more to say, then re-arms its timer.
+    fn pump(&mut self, key: usize, now: Instant) {
+        loop {
+            let Some(c) = self.conns.get_mut(key) else { return };
+            let mut progressed = false;
+            while let Some(t) = c.session.poll_transmit() {
+                progressed = true;
+                match t.channel {
+                    Channel::Tcp => {
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::TcpOut, now, &t.bytes);
+                        }
+                        if c.wq.len() - c.wq_sent + t.bytes.len() > MAX_WRITE_QUEUE {
+                            warn!(server = %c.server, "write queue full; dropping the connection");
+                            c.session.handle_tcp_closed(now);
+                            break;
+                        }
+                        c.wq.extend_from_slice(&t.bytes);
+                    }
+                    Channel::Udp => {
+                        if c.udp.is_none() {
+                            if let Err(e) = open_udp(&mut self.poll, &mut self.sources, c, SessionId(key)) {
+                                if let Some(r) = &mut c.recorder {
+                                    r.record(Kind::UdpUnavailable, now, e.to_string().as_bytes());
+                                }
+                                c.session.handle_udp_unavailable(now, &e.to_string());
+                                continue;
+                            }
+                        }
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::UdpOut, now, &t.bytes);
+                        }
+                        if c.udp_queue.len() >= MAX_UDP_QUEUE {
+                            c.udp_queue.pop_front();
+                            c.udp_dropped += 1;
+                        }
+                        c.udp_queue.push_back(t.bytes);
+                        flush_udp(c);
+                    }
+                }
+            }
+            while let Some(req) = c.session.poll_world_request() {
+                progressed = true;
+                match req {
+                    WorldRequest::Lookup { hash } => {
+                        let blob = c.cache.as_ref().and_then(|cache| cache.load(&hash));
+                        if let Some(r) = &mut c.recorder {
+                            r.record(Kind::Cache, now, blob.as_deref().unwrap_or_default());
+                        }
+                        c.session.handle_world_cache(now, blob);
+                    }
+                    WorldRequest::Store { hash, blob } => {
+                        if let Some(cache) = &c.cache {
+                            if let Err(e) = cache.store(&hash, &blob) {
+                                warn!(error = %e, "cannot store the world in the cache");
+                            }
+                        }
+                    }
+                }
+            }
+            while let Some(e) = c.session.poll_event() {
+                progressed = true;
+                self.out.push_back((SessionId(key), now, e));
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let Some(c) = self.conns.get_mut(key) else { return };
+        if c.connected {
+            flush_tcp(c);
+        }
+        if c.session.is_closed() && !c.done {
+            flush_tcp(c);
+            c.done = true;
+            if let Some(r) = &mut c.recorder {
+                if let Err(e) = r.finish() {
+                    warn!(error = %e, "the recording is incomplete");
+                    c.record_error = Some(e.to_string());
+                }
+            }
+            let mut tmp = std::mem::replace(&mut self.conns[key].udp, None);
+            if let Some((sock, token)) = &mut tmp {
+                let _ = self.poll.registry().deregister(sock);
+                self.sources.try_remove(token.0);
+            }
+            let c = &mut self.conns[key];
+            let _ = self.poll.registry().deregister(&mut c.tcp);
+            self.sources.try_remove(c.tcp_token.0);
+            let _ = c.tcp.shutdown(std::net::Shutdown::Both);
+            c.armed = None;
+            return;
+        }
+        let c = &mut self.conns[key];
+        let want_write = c.wq_sent < c.wq.len() || !c.connected;
+        if want_write != c.writable_interest && !c.done {
+            let interest = if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            if self.poll.registry().reregister(&mut c.tcp, c.tcp_token, interest).is_ok() {
+                c.writable_interest = want_write;
+            }
+        }
+        self.rearm(key);
+    }
+
+    fn rearm(&mut self, key: usize) {
+        let Some(c) = self.conns.get_mut(key) else { return };
+        if c.done {
+            c.armed = None;
+            return;
+        }
+        let next = match (c.session.poll_timeout(), c.connect_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if next != c.armed {
+            c.armed = next;
+            if let Some(t) = next {
+                self.seq += 1;
+                self.timers.push(Reverse((t, self.seq, key)));
+            }
+        }
+    }
+
+    fn close_sockets(&mut self, c: &mut Conn) {
+        if let Some((mut sock, token)) = c.udp.take() {
+            let _ = self.poll.registry().deregister(&mut sock);
+            self.sources.try_remove(token.0);
+        }
+        if !c.done {
+            let _ = self.poll.registry().deregister(&mut c.tcp);
+            self.sources.try_remove(c.tcp_token.0);
+        }
+        if let Some(r) = &mut c.recorder {
+            let _ = r.finish();
+        }
+    }
+}
+
+fn fail_connect(c: &mut Conn, now: Instant, e: &io::Error) {
+    let why = format!("{}: {e}", c.server);
+    if let Some(r) = &mut c.recorder {
+        r.record(Kind::ConnectFailed, now, why.as_bytes());
+    }
+    c.connect_deadline = None;
+    c.session.handle_connect_failed(now, why);
+}
+
+fn flush_tcp(c: &mut Conn) {
+    while c.wq_sent < c.wq.len() {
+        match c.tcp.write(&c.wq[c.wq_sent..]) {
+            Ok(0) => break,
+            Ok(n) => c.wq_sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                debug!(error = %e, "tcp write error");
+                c.wq.clear();
+                c.wq_sent = 0;
+                return;
+            }
+        }
+    }
+    if c.wq_sent == c.wq.len() {
+        c.wq.clear();
+        c.wq_sent = 0;
+    }
+}
+
+fn flush_udp(c: &mut Conn) {
+    let Some((sock, _)) = &c.udp else { return };
+    while let Some(d) = c.udp_queue.front() {
+        match sock.send(d) {
+            Ok(_) => {
+                c.udp_queue.pop_front();
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                debug!(error = %e, "udp send error");
+                c.udp_queue.pop_front();
+            }
+        }
+    }
+}
+
+/// `bzfs` compares the UDP source port with 1024 without converting it from network order, so on a
+/// little-endian server every port whose low byte is 0–3 is ignored.
+pub fn udp_port_usable(port: u16) -> bool {
+    port & 0xff >= 4 || port == 0
+}
+
+/// Opens the session's UDP socket: bound to the TCP connection's local address (like the official client) when
+/// that port is usable, else to a fresh usable port on the same address; connected to the server's game port.
+fn open_udp(poll: &mut Poll, sources: &mut Slab<Source>, c: &mut Conn, id: SessionId) -> io::Result<()> {
+    let local = c.tcp.local_addr()?;
+    let mut candidates = Vec::new();
+    if udp_port_usable(local.port()) {
+        candidates.push(local);
+    }
+    let mut sock = None;
+    for attempt in 0..32 {
+        let addr = candidates.get(attempt).copied().unwrap_or(SocketAddr::new(local.ip(), 0));
+        let s = match std::net::UdpSocket::bind(addr) {
+            Ok(s) => s,
+            Err(e) if attempt + 1 < 32 => {
+                debug!(error = %e, "udp bind");
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if !udp_port_usable(s.local_addr()?.port()) {
+            continue;
+        }
+        sock = Some(s);
+        break;
+    }
+    let s = sock.ok_or_else(|| io::Error::other("no usable UDP port"))?;
+    s.connect(c.server)?;
+    s.set_nonblocking(true)?;
+    let mut s = UdpSocket::from_std(s);
+    let token = Token(sources.insert(Source::BzUdp(id)));
+    if let Err(e) = poll.registry().register(&mut s, token, Interest::READABLE | Interest::WRITABLE) {
+        sources.remove(token.0);
+        return Err(e);
+    }
+    c.udp = Some((s, token));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_ports_bzfs_ignores_are_avoided() {
+        assert!(!udp_port_usable(1024));
+        assert!(!udp_port_usable(51200));
+        assert!(!udp_port_usable(51203));
+        assert!(udp_port_usable(51204));
+        assert!(udp_port_usable(33708));
+    }
+}

@@ -1,0 +1,302 @@
+//! Session recordings (`--record FILE`) and their offline replay through the same engine.
+//!
+//! A recording holds every input the engine received (TCP bytes, UDP datagrams, timeouts, the answers of the world
+//! cache, commands such as leave and chat) and every payload it sent, each with its time offset in microseconds
+//! from the start of the session. [`replay`] feeds the inputs through a fresh [`Session`] in virtual time and
+//! returns the same events, at the same offsets, as the live run.
+//!
+//! File format (all integers big-endian):
+//! ```text
+//! "BZHREC01"
+//! records: u8 kind, u64 t_us, u32 len, len bytes
+//! ```
+//! Kinds: 0 meta (JSON: server address and session configuration), 1 connected, 2 connect failed (text),
+//! 3 TCP in, 4 TCP out, 5 TCP closed, 6 UDP in, 7 UDP out, 8 UDP unavailable (text), 9 cache answer
+//! (empty = miss, else the blob), 10 timeout, 11 leave, 12 chat (u8 destination + text).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bzflag::consts::{PlayerType, Team};
+use crate::bzflag::event::Event;
+use crate::bzflag::session::{Session, SessionConfig};
+
+/// The first 8 bytes of a recording.
+pub const MAGIC: &[u8; 8] = b"BZHREC01";
+/// The largest record accepted when reading (a world blob fits many times over).
+pub const MAX_RECORD_LEN: usize = 64 * 1024 * 1024;
+
+/// Record kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum Kind {
+    Meta = 0,
+    Connected = 1,
+    ConnectFailed = 2,
+    TcpIn = 3,
+    TcpOut = 4,
+    TcpClosed = 5,
+    UdpIn = 6,
+    UdpOut = 7,
+    UdpUnavailable = 8,
+    Cache = 9,
+    Timeout = 10,
+    Leave = 11,
+    Chat = 12,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        use Kind::*;
+        Some(match b {
+            0 => Meta,
+            1 => Connected,
+            2 => ConnectFailed,
+            3 => TcpIn,
+            4 => TcpOut,
+            5 => TcpClosed,
+            6 => UdpIn,
+            7 => UdpOut,
+            8 => UdpUnavailable,
+            9 => Cache,
+            10 => Timeout,
+            11 => Leave,
+            12 => Chat,
+            _ => return None,
+        })
+    }
+}
+
+/// What a recording says about the session it holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    /// Server address as given.
+    pub server: String,
+    /// bzhead version that recorded it.
+    pub bzhead: String,
+    /// Callsign.
+    pub callsign: String,
+    /// Motto.
+    pub motto: String,
+    /// Team (wire value).
+    pub team: i16,
+    /// Player type (wire value).
+    pub player_type: u16,
+    /// Version string sent.
+    pub version: String,
+    /// UDP link enabled.
+    pub udp: bool,
+    /// Full join.
+    pub full_join: bool,
+    /// Hello timeout (ms).
+    pub hello_timeout_ms: u64,
+    /// Join timeout (ms).
+    pub join_timeout_ms: u64,
+    /// UDP timeout (ms).
+    pub udp_timeout_ms: u64,
+    /// Query only.
+    #[serde(default)]
+    pub query_only: bool,
+}
+
+impl Meta {
+    /// From a session configuration.
+    pub fn new(server: &str, c: &SessionConfig) -> Meta {
+        Meta {
+            server: server.to_string(),
+            bzhead: env!("CARGO_PKG_VERSION").to_string(),
+            callsign: c.callsign.clone(),
+            motto: c.motto.clone(),
+            team: c.team.to_i16(),
+            player_type: c.player_type.to_u16(),
+            version: c.version.clone(),
+            udp: c.udp,
+            full_join: c.full_join,
+            hello_timeout_ms: c.hello_timeout.as_millis() as u64,
+            join_timeout_ms: c.join_timeout.as_millis() as u64,
+            udp_timeout_ms: c.udp_timeout.as_millis() as u64,
+            query_only: c.query_only,
+        }
+    }
+
+    /// The session configuration it describes.
+    pub fn config(&self) -> SessionConfig {
+        SessionConfig {
+            callsign: self.callsign.clone(),
+            motto: self.motto.clone(),
+            token: String::new(),
+            team: Team::from_i16(self.team),
+            player_type: PlayerType::from_u16(self.player_type),
+            version: self.version.clone(),
+            udp: self.udp,
+            full_join: self.full_join,
+            hello_timeout: Duration::from_millis(self.hello_timeout_ms),
+            join_timeout: Duration::from_millis(self.join_timeout_ms),
+            udp_timeout: Duration::from_millis(self.udp_timeout_ms),
+            query_only: self.query_only,
+        }
+    }
+}
+
+/// Writes a recording as the session runs. Write errors are kept and reported once by [`Recorder::finish`];
+/// they never disturb the session.
+#[derive(Debug)]
+pub struct Recorder {
+    out: BufWriter<File>,
+    start: Instant,
+    error: Option<io::Error>,
+}
+
+impl Recorder {
+    /// Creates `path` and writes the header and the meta record.
+    pub fn create(path: &Path, meta: &Meta, start: Instant) -> io::Result<Recorder> {
+        let mut out = BufWriter::new(File::create(path)?);
+        out.write_all(MAGIC)?;
+        let mut r = Recorder { out, start, error: None };
+        let json = serde_json::to_vec(meta).map_err(io::Error::other)?;
+        r.record(Kind::Meta, start, &json);
+        if let Some(e) = r.error.take() {
+            return Err(e);
+        }
+        Ok(r)
+    }
+
+    /// Appends one record.
+    pub fn record(&mut self, kind: Kind, now: Instant, data: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let t = now.saturating_duration_since(self.start).as_micros() as u64;
+        let mut head = [0u8; 13];
+        head[0] = kind as u8;
+        head[1..9].copy_from_slice(&t.to_be_bytes());
+        head[9..13].copy_from_slice(&(data.len() as u32).to_be_bytes());
+        if let Err(e) = self.out.write_all(&head).and_then(|_| self.out.write_all(data)) {
+            self.error = Some(e);
+        }
+    }
+
+    /// Flushes; returns the first write error, if any.
+    pub fn finish(&mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
+
+/// One record read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Kind.
+    pub kind: Kind,
+    /// Offset from the session start.
+    pub t: Duration,
+    /// Payload.
+    pub data: Vec<u8>,
+}
+
+/// Errors reading a recording.
+#[derive(Debug)]
+pub enum RecordError {
+    /// I/O.
+    Io(io::Error),
+    /// Not a bzhead recording, or damaged.
+    Format(String),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Io(e) => write!(f, "cannot read the recording: {e}"),
+            RecordError::Format(e) => write!(f, "not a valid bzhead recording: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+impl From<io::Error> for RecordError {
+    fn from(e: io::Error) -> Self {
+        RecordError::Io(e)
+    }
+}
+
+/// Reads every record of a recording. A file cut short at the end (a recorder killed mid-write) keeps the
+/// records before the cut.
+pub fn read_records(path: &Path) -> Result<(Meta, Vec<Record>), RecordError> {
+    let mut f = File::open(path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    parse_records(&bytes)
+}
+
+/// [`read_records`] on bytes in memory.
+pub fn parse_records(bytes: &[u8]) -> Result<(Meta, Vec<Record>), RecordError> {
+    if bytes.get(..8) != Some(MAGIC.as_slice()) {
+        return Err(RecordError::Format("it does not start with BZHREC01".into()));
+    }
+    let mut r = crate::wire::Reader::new(bytes.get(8..).unwrap_or_default());
+    let mut out = Vec::new();
+    let mut meta = None;
+    while !r.is_empty() {
+        let at = r.position() + 8;
+        let (Ok(kind), Ok(t), Ok(len)) = (r.u8(), r.u64(), r.u32()) else { break };
+        let len = len as usize;
+        if len > MAX_RECORD_LEN {
+            return Err(RecordError::Format(format!("record at byte {at} claims {len} bytes")));
+        }
+        let Ok(data) = r.take(len) else { break };
+        let Some(kind) = Kind::from_u8(kind) else {
+            return Err(RecordError::Format(format!("unknown record kind {kind} at byte {at}")));
+        };
+        if kind == Kind::Meta {
+            meta = Some(
+                serde_json::from_slice::<Meta>(data)
+                    .map_err(|e| RecordError::Format(format!("bad meta record: {e}")))?,
+            );
+            continue;
+        }
+        out.push(Record { kind, t: Duration::from_micros(t), data: data.to_vec() });
+    }
+    let meta = meta.ok_or_else(|| RecordError::Format("no meta record".into()))?;
+    Ok((meta, out))
+}
+
+/// Replays a recording through a fresh [`Session`] in virtual time; returns every event with its offset.
+pub fn replay(meta: &Meta, records: &[Record]) -> Vec<(Duration, Event)> {
+    let base = Instant::now();
+    let mut s = Session::new(meta.config());
+    let mut out = Vec::new();
+    for rec in records {
+        let now = base + rec.t;
+        match rec.kind {
+            Kind::Connected => s.handle_connected(now),
+            Kind::ConnectFailed => s.handle_connect_failed(now, String::from_utf8_lossy(&rec.data).into_owned()),
+            Kind::TcpIn => s.handle_tcp(now, &rec.data),
+            Kind::TcpClosed => s.handle_tcp_closed(now),
+            Kind::UdpIn => s.handle_udp(now, &rec.data),
+            Kind::UdpUnavailable => s.handle_udp_unavailable(now, &String::from_utf8_lossy(&rec.data)),
+            Kind::Cache => s.handle_world_cache(now, if rec.data.is_empty() { None } else { Some(rec.data.clone()) }),
+            Kind::Timeout => s.handle_timeout(now),
+            Kind::Leave => s.leave(now),
+            Kind::Chat => {
+                if let Some((&to, text)) = rec.data.split_first() {
+                    s.send_chat(to, &String::from_utf8_lossy(text));
+                }
+            }
+            Kind::TcpOut | Kind::UdpOut | Kind::Meta => {}
+        }
+        while s.poll_transmit().is_some() {}
+        while s.poll_world_request().is_some() {}
+        while let Some(e) = s.poll_event() {
+            out.push((rec.t, e));
+        }
+    }
+    out
+}
