@@ -1,7 +1,9 @@
 //! Encoder of the world database, the inverse of [`WorldDb::parse`] (laid out as bzfs' `pack` functions do).
 //!
 //! Bits that announce optional data (face normals/texcoords, instance overrides, texture matrix parts) are
-//! derived from the data present, so the output always parses back. Counts above `u32`/`i32`/`u16`/`u8` range
+//! derived from the data present, so the output parses back. One exception, as on the real wire: a mesh with
+//! [`mesh_state::DRAW_INFO`] set, no `draw_info` block and two or more texture coordinates makes the reader take
+//! the first float of the last coordinate pair as a draw-info length (set a block, or clear the bit). Counts above `u32`/`i32`/`u16`/`u8` range
 //! are not representable on the wire; such lists are written truncated to the largest count the field holds.
 
 use glam::Vec3;

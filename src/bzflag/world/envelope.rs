@@ -99,7 +99,7 @@ impl<'a> Envelope<'a> {
                 return Err(WorldError::Overflow { declared });
             }
             if out.len() == out.capacity() {
-                let want = out.capacity().saturating_mul(2).clamp(4096, limit);
+                let want = out.capacity().saturating_mul(2).max(4096).min(limit);
                 out.reserve_exact(want.saturating_sub(out.len()));
             }
             let consumed = usize::try_from(z.total_in()).unwrap_or(usize::MAX);

@@ -100,6 +100,14 @@ impl std::error::Error for WorldError {
 /// Parses a whole `MsgGetWorld` blob (the bytes whose MD5 is the world hash): envelope, inflation (capped at
 /// [`MAX_WORLD_SIZE`]) and database.
 pub fn parse_blob(blob: &[u8]) -> Result<WorldDb, WorldError> {
-    let db = inflate_blob(blob)?;
+    parse_blob_with_cap(blob, MAX_WORLD_SIZE)
+}
+
+/// [`parse_blob`] with another cap on the inflated size. The decoded [`WorldDb`] typically takes two to three
+/// times the inflated size in memory; a pathological database of millions of empty records (e.g. group instances:
+/// 17 bytes on the wire, 168 in memory, plus `Vec` growth) can take up to about twenty times, so choose the cap
+/// with that in mind.
+pub fn parse_blob_with_cap(blob: &[u8], cap: usize) -> Result<WorldDb, WorldError> {
+    let db = Envelope::parse(blob)?.inflate(cap)?;
     WorldDb::parse(&db)
 }
