@@ -1,1 +1,9 @@
-//! Integration tests against real servers on loopback.
+//! Integration tests: real BZFlag programs on loopback, the built `bzhead` binary, and the shared captures.
+//!
+//! One test binary (`[[test]] name = "it"`); each file below is a module. `support` is the harness; see
+//! `docs/testing.md`.
+
+mod support;
+
+mod captures;
+mod harness;
