@@ -102,6 +102,9 @@ pub struct Meta {
     /// Query only.
     #[serde(default)]
     pub query_only: bool,
+    /// World only.
+    #[serde(default)]
+    pub world_only: bool,
 }
 
 impl Meta {
@@ -121,6 +124,7 @@ impl Meta {
             join_timeout_ms: c.join_timeout.as_millis() as u64,
             udp_timeout_ms: c.udp_timeout.as_millis() as u64,
             query_only: c.query_only,
+            world_only: c.world_only,
         }
     }
 
@@ -139,6 +143,7 @@ impl Meta {
             join_timeout: Duration::from_millis(self.join_timeout_ms),
             udp_timeout: Duration::from_millis(self.udp_timeout_ms),
             query_only: self.query_only,
+            world_only: self.world_only,
         }
     }
 }

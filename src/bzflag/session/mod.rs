@@ -62,6 +62,8 @@ pub struct SessionConfig {
     /// Do not join: ask `MsgQueryGame` and `MsgQueryPlayers` (like `bzfquery`), report
     /// [`Event::QueryResult`] and close.
     pub query_only: bool,
+    /// Do not join: fetch (or load) and verify the world, report it, then close (for `bzhead world`).
+    pub world_only: bool,
 }
 
 impl Default for SessionConfig {
@@ -79,6 +81,7 @@ impl Default for SessionConfig {
             join_timeout: Duration::from_secs(60),
             udp_timeout: Duration::from_secs(3),
             query_only: false,
+            world_only: false,
         }
     }
 }
@@ -673,6 +676,11 @@ impl Session {
     }
 
     fn send_enter(&mut self, _now: Instant) {
+        if self.config.world_only {
+            self.leaving = true;
+            self.close(SessionEnd::Left);
+            return;
+        }
         self.state = State::AwaitAccept;
         let c = &self.config;
         let m = ClientMsg::Enter {
@@ -1135,3 +1143,6 @@ fn show_bytes(b: &[u8]) -> String {
         b.iter().map(|c| format!("{c:02x}")).collect::<Vec<_>>().join(" ")
     }
 }
+
+#[cfg(test)]
+mod tests;
