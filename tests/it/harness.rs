@@ -134,3 +134,9 @@ fn temp_dirs_are_unique_and_removed() {
 fn bzhead_binary_is_built() {
     assert!(bzhead_bin().is_file(), "{}", bzhead_bin().display());
 }
+
+#[test]
+#[should_panic(expected = "apt-get install bzflag-server")]
+fn a_missing_program_fails_with_install_advice() {
+    crate::support::require_program("/usr/games/no-such-bzflag-program");
+}
