@@ -15,6 +15,15 @@ pub fn lossy(b: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
 
+/// UTF-8 when the bytes are UTF-8, otherwise Latin-1 (every byte one character). Lossless, unlike [`lossy`]:
+/// old Quake-engine games send names in their own 8-bit encodings.
+pub fn utf8_or_latin1(b: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(b) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(b.iter().map(|&c| char::from(c)).collect()),
+    }
+}
+
 /// A decimal integer, strictly: optional surrounding ASCII whitespace, an optional sign, at least one digit,
 /// nothing else, no overflow.
 pub fn parse_int(b: &[u8]) -> Option<i64> {
@@ -82,5 +91,7 @@ mod tests {
         assert_eq!(until_nul(b"ab\0cd"), b"ab");
         assert_eq!(lossy(b"a\xffb"), "a\u{fffd}b");
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
+        assert_eq!(utf8_or_latin1(b"caf\xe9"), "café");
+        assert_eq!(utf8_or_latin1("café".as_bytes()), "café");
     }
 }

@@ -1,0 +1,564 @@
+//! Quake III family query state machines.
+//!
+//! `quake3` (ioquake3, OpenArena; port 27960) and `warsow` (Warsow 2.1; port 44400):
+//! * by default `getinfo <challenge>` and `getstatus <challenge>` together: getinfo gives `clients` (bots included)
+//!   and `g_humanplayers`, getstatus the whole serverinfo and the player lines. The challenge is printable, comes
+//!   from the host's seed, and must be echoed: a reply with another challenge is ignored (one without any is
+//!   accepted, as old servers do not echo it).
+//! * parameter `query`: `both` (default), `info`, `status`, or (Warsow) `short` for the browser's
+//!   `info <protocol> full empty` (parameter `protocol`, default 22).
+//! * ioq3 answers a source IP about once a second after a burst of ten (`SVC_RateLimitAddress`), so retries are
+//!   spaced at least a second apart.
+//! * names keep their colour codes; `name_plain` (server raw field and player extra) has them stripped by the
+//!   engine's own rule (ioq3: `^` + letter or digit; Warsow: `^` + digit, `^^` for a caret).
+//!
+//! `dpmaster` (dpmaster 2.2 and compatible masters; port 27950): `getservers <game> <protocol> <filters>` or
+//! `getserversExt` (for IPv6 entries), every response datagram until `\EOT\0\0\0` (entries deduplicated, pages in any
+//! order, a short grace period after EOT for reordered pages), each entry reported as a master entry. Parameters:
+//! `game` (default `Quake3Arena`), `game_protocol` (default 68), `filters` (space- or comma-separated, default
+//! `empty full`; also `ipv4`, `ipv6`, `gametype=X`...), `ext` (`auto`/`0`/`1`), `eot_grace_ms` (default 50).
+
+use crate::msg::{self, Pair, Reply, StatusPlayer};
+use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
+use query_wire::text::parse_int;
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+/// ioq3 refills its per-IP bucket at one request per second: never retry faster.
+const MIN_RETRY_GAP_MS: u64 = 1000;
+/// Waiting for the next page of a master list.
+const PAGE_WAIT_MS: u64 = 1000;
+/// Most master entries kept.
+const MAX_ENTRIES: usize = 1 << 20;
+
+/// The plugin's engine.
+#[derive(Debug)]
+pub enum Quake3Engine {
+    /// `quake3` or `warsow`.
+    Server(Box<ServerQuery>),
+    /// `dpmaster`.
+    Master(Box<MasterQuery>),
+}
+
+impl QueryEngine for Quake3Engine {
+    fn new(
+        protocol: &str,
+        target: SocketAddr,
+        config: &QueryConfig,
+        now_ms: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<Self, CreateError> {
+        let chal = format!("bzh{:016x}", config.derive(1));
+        Self::with_challenges(protocol, target, config, &chal, &chal, now_ms, sink)
+    }
+
+    fn on_datagram(&mut self, now_ms: u64, from: SocketAddr, data: &[u8], sink: &mut dyn Sink) -> Datagram {
+        match self {
+            Quake3Engine::Server(e) => e.on_datagram(now_ms, from, data, sink),
+            Quake3Engine::Master(e) => e.on_datagram(now_ms, from, data, sink),
+        }
+    }
+
+    fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
+        match self {
+            Quake3Engine::Server(e) => e.on_timeout(now_ms, sink),
+            Quake3Engine::Master(e) => e.on_timeout(now_ms, sink),
+        }
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        match self {
+            Quake3Engine::Server(e) => e.deadline,
+            Quake3Engine::Master(e) => e.deadline,
+        }
+    }
+}
+
+impl Quake3Engine {
+    /// Like [`QueryEngine::new`] with explicit challenges for getinfo and getstatus (tests replay captures made
+    /// with known ones). Retries use fresh challenges derived from these.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_challenges(
+        protocol: &str,
+        target: SocketAddr,
+        config: &QueryConfig,
+        info_challenge: &str,
+        status_challenge: &str,
+        now_ms: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<Self, CreateError> {
+        let flavor = match protocol {
+            "quake3" => Flavor::Quake3,
+            "warsow" => Flavor::Warsow,
+            "dpmaster" => return Ok(Quake3Engine::Master(Box::new(MasterQuery::new(target, config, now_ms, sink)?))),
+            _ => return Err(CreateError::UnknownProtocol),
+        };
+        let q = ServerQuery::new(flavor, target, config, [info_challenge, status_challenge], now_ms, sink)?;
+        Ok(Quake3Engine::Server(Box::new(q)))
+    }
+}
+
+/// Which game's conventions apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// ioquake3 / OpenArena / Quake III.
+    Quake3,
+    /// Warsow 2.1.
+    Warsow,
+}
+
+/// Which requests to send (parameter `query`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// getinfo and getstatus.
+    Both,
+    /// getinfo only (no players).
+    Info,
+    /// getstatus only.
+    Status,
+    /// Warsow's short `info`.
+    Short,
+}
+
+/// A `quake3` or `warsow` query.
+#[derive(Debug)]
+pub struct ServerQuery {
+    flavor: Flavor,
+    ask: Ask,
+    target: SocketAddr,
+    protocol: String,
+    config: QueryConfig,
+    /// Every challenge sent so far (replies to earlier attempts still count).
+    challenges: Vec<String>,
+    base_challenges: [String; 2],
+    attempt: u32,
+    deadline: Option<u64>,
+    info: Option<Vec<Pair>>,
+    status: Option<(Vec<Pair>, Vec<StatusPlayer>, usize)>,
+    short: Option<Vec<Pair>>,
+    done: bool,
+}
+
+impl ServerQuery {
+    fn new(
+        flavor: Flavor,
+        target: SocketAddr,
+        config: &QueryConfig,
+        challenges: [&str; 2],
+        now_ms: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<ServerQuery, CreateError> {
+        let ask = match config.param("query").unwrap_or("both") {
+            "both" => Ask::Both,
+            "info" => Ask::Info,
+            "status" => Ask::Status,
+            "short" if flavor == Flavor::Warsow => Ask::Short,
+            other => {
+                return Err(CreateError::BadConfig(format!(
+                    "query {other:?}: expected both, info or status (or short for warsow)"
+                )))
+            }
+        };
+        let protocol = config.param("protocol").unwrap_or("22").to_owned();
+        if ask == Ask::Short && (protocol.is_empty() || !protocol.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(CreateError::BadConfig(format!("protocol {protocol:?}: expected a number")));
+        }
+        if let Some(bad) = challenges.iter().find(|c| !msg::valid_challenge(c)) {
+            return Err(CreateError::BadConfig(format!("challenge {bad:?} is not printable text without separators")));
+        }
+        let mut q = ServerQuery {
+            flavor,
+            ask,
+            target,
+            protocol,
+            config: config.clone(),
+            challenges: Vec::new(),
+            base_challenges: [challenges[0].to_owned(), challenges[1].to_owned()],
+            attempt: 0,
+            deadline: None,
+            info: None,
+            status: None,
+            short: None,
+            done: false,
+        };
+        q.send_missing(now_ms, sink);
+        Ok(q)
+    }
+
+    fn challenge(&mut self, which: usize) -> String {
+        let base = self.base_challenges.get(which).map_or("bzh", String::as_str);
+        let c = if self.attempt == 0 { base.to_owned() } else { format!("{base}r{}", self.attempt) };
+        self.challenges.push(c.clone());
+        c
+    }
+
+    fn wants_info(&self) -> bool {
+        matches!(self.ask, Ask::Both | Ask::Info) && self.info.is_none()
+    }
+
+    fn wants_status(&self) -> bool {
+        matches!(self.ask, Ask::Both | Ask::Status) && self.status.is_none()
+    }
+
+    fn send_missing(&mut self, now_ms: u64, sink: &mut dyn Sink) {
+        if self.ask == Ask::Short {
+            sink.send(self.target, &msg::warsow_info(&self.protocol));
+        }
+        if self.wants_info() {
+            let c = self.challenge(0);
+            sink.send(self.target, &msg::getinfo(&c));
+        }
+        if self.wants_status() {
+            let c = self.challenge(1);
+            sink.send(self.target, &msg::getstatus(&c));
+        }
+        let mut wait = self.config.wait_ms(self.attempt);
+        if self.attempt < self.config.retries {
+            wait = wait.max(MIN_RETRY_GAP_MS);
+        }
+        self.deadline = Some(now_ms.saturating_add(wait));
+    }
+
+    /// The reply's challenge is one of ours, or absent.
+    fn challenge_ok(&self, pairs: &[Pair]) -> bool {
+        match msg::get(pairs, "challenge") {
+            None => true,
+            Some(c) => self.challenges.iter().any(|m| m == c),
+        }
+    }
+
+    fn on_datagram(&mut self, _now_ms: u64, from: SocketAddr, data: &[u8], sink: &mut dyn Sink) -> Datagram {
+        if self.done || from != self.target {
+            return Datagram::Ignored;
+        }
+        match msg::classify(data) {
+            Some(Reply::Info(body)) if self.wants_info() => {
+                let info_line = body.split(|&c| c == b'\n').next().unwrap_or(&[]);
+                let pairs = msg::parse_infostring(info_line);
+                if !self.challenge_ok(&pairs) {
+                    sink.log(Level::Debug, "infoResponse with a challenge we did not send");
+                    return Datagram::Ignored;
+                }
+                self.info = Some(pairs);
+            }
+            Some(Reply::Status(body)) if self.wants_status() => {
+                let parsed = msg::parse_status(body);
+                if !self.challenge_ok(&parsed.0) {
+                    sink.log(Level::Debug, "statusResponse with a challenge we did not send");
+                    return Datagram::Ignored;
+                }
+                self.status = Some(parsed);
+            }
+            Some(Reply::ShortInfo(body)) if self.ask == Ask::Short && self.short.is_none() => {
+                match msg::parse_short_info(body) {
+                    Ok(p) => self.short = Some(p),
+                    Err(e) => {
+                        self.finish_error(sink, Status::MALFORMED, &format!("short info reply: {e}"));
+                        return Datagram::Accepted;
+                    }
+                }
+            }
+            _ => return Datagram::Ignored,
+        }
+        let complete = match self.ask {
+            Ask::Short => self.short.is_some(),
+            _ => !self.wants_info() && !self.wants_status(),
+        };
+        if complete {
+            self.emit(sink);
+        }
+        Datagram::Accepted
+    }
+
+    fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
+        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+            return;
+        }
+        if self.attempt >= self.config.retries {
+            if self.info.is_some() || self.status.is_some() {
+                return self.emit(sink);
+            }
+            let n = self.attempt + 1;
+            return self.finish_error(sink, Status::TIMEOUT, &format!("no reply after {n} attempt(s)"));
+        }
+        self.attempt += 1;
+        self.send_missing(now_ms, sink);
+    }
+
+    fn finish_error(&mut self, sink: &mut dyn Sink, status: Status, why: &str) {
+        self.done = true;
+        self.deadline = None;
+        sink.done(status, why);
+    }
+
+    fn strip(&self, s: &str) -> String {
+        match self.flavor {
+            Flavor::Quake3 => msg::strip_q3(s),
+            Flavor::Warsow => msg::strip_warsow(s),
+        }
+    }
+
+    fn emit(&mut self, sink: &mut dyn Sink) {
+        self.done = true;
+        self.deadline = None;
+        if let Some(short) = self.short.take() {
+            return self.emit_short(sink, &short);
+        }
+        let have_info = self.info.is_some();
+        let have_status = self.status.is_some();
+        let info = self.info.take().unwrap_or_default();
+        let (status, players, bad_lines) = self.status.take().unwrap_or_default();
+        let get = |k: &str| msg::get(&info, k).or_else(|| msg::get(&status, k));
+        let int = |k: &str| get(k).and_then(|v| parse_int(v.as_bytes()));
+
+        let name = get("hostname").or_else(|| get("sv_hostname")).unwrap_or("");
+        sink.server(keys::NAME, Value::Str(name));
+        if let Some(m) = get("mapname") {
+            sink.server(keys::MAP, Value::Str(m));
+        }
+        // getinfo says `gametype`; ioq3's getstatus `g_gametype`; Warsow renames it to `gametype` in both.
+        if let Some(g) = get("gametype").or_else(|| get("g_gametype")) {
+            sink.server(keys::GAME_TYPE, Value::Str(g));
+        }
+        let line_count = i64::try_from(players.len()).unwrap_or(i64::MAX);
+        let clients = int("clients").or(if have_status { Some(line_count) } else { None });
+        if let Some(c) = clients {
+            sink.server(keys::PLAYERS, Value::Int(c));
+        }
+        // getinfo's sv_maxclients already leaves out private slots; getstatus has the raw cvars.
+        let max = msg::get(&info, "sv_maxclients").and_then(|v| parse_int(v.as_bytes())).or_else(|| {
+            let m = msg::get(&status, "sv_maxclients").and_then(|v| parse_int(v.as_bytes()))?;
+            let private = msg::get(&status, "sv_privateClients").and_then(|v| parse_int(v.as_bytes())).unwrap_or(0);
+            Some(m.saturating_sub(private))
+        });
+        if let Some(m) = max {
+            sink.server(keys::MAX_PLAYERS, Value::Int(m));
+        }
+        let bots = match self.flavor {
+            // Warsow adds `\bots\N` only when there are bots.
+            Flavor::Warsow => int("bots").or(clients.map(|_| 0)),
+            Flavor::Quake3 => match (int("clients"), int("g_humanplayers")) {
+                (Some(c), Some(h)) => Some(c.saturating_sub(h).max(0)),
+                _ => None,
+            },
+        };
+        if let Some(b) = bots {
+            sink.server(keys::BOTS, Value::Int(b));
+        }
+        if let Some(p) = get("g_needpass") {
+            sink.server(keys::PASSWORD, Value::Bool(p.trim() != "0" && !p.trim().is_empty()));
+        }
+        if let Some(v) = get("version") {
+            sink.server(keys::VERSION, Value::Str(v));
+        }
+        sink.server(keys::PLAYER_LIST_COMPLETE, Value::Bool(have_status));
+
+        // Rules: every serverinfo cvar, getstatus first, then what only getinfo had.
+        for (k, v) in status.iter().chain(info.iter().filter(|(k, _)| msg::get(&status, k).is_none())) {
+            if k != "challenge" {
+                sink.rule(k, v);
+            }
+        }
+        let plain = self.strip(name);
+        sink.raw("name_plain", Value::Str(&plain));
+        if let Some(p) = get("protocol").or_else(|| get("com_protocol")) {
+            sink.raw("protocol", Value::Str(p));
+        }
+        if let Some(g) = get("gamename") {
+            sink.raw("gamename", Value::Str(g));
+        }
+        sink.raw("info_reply", Value::Bool(have_info));
+        sink.raw("status_reply", Value::Bool(have_status));
+        if bad_lines > 0 {
+            sink.raw("unreadable_player_lines", Value::Int(i64::try_from(bad_lines).unwrap_or(i64::MAX)));
+        }
+        for p in &players {
+            let plain = self.strip(&p.name);
+            let extra = [("name_plain", Value::Str(&plain))];
+            sink.player(&Player {
+                name: &p.name,
+                score: Some(p.score),
+                team: p.team.map_or(Value::Null, Value::Int),
+                ping: Some(p.ping),
+                extra: &extra,
+            });
+        }
+        sink.finish();
+    }
+
+    /// Warsow's short info: `n` name, `m` map, `u` humans/max-minus-bots, `g` game type, `b` bots, `p` password...
+    fn emit_short(&mut self, sink: &mut dyn Sink, p: &[Pair]) {
+        let name = msg::get(p, "n").unwrap_or("");
+        sink.server(keys::NAME, Value::Str(name));
+        if let Some(m) = msg::get(p, "m") {
+            sink.server(keys::MAP, Value::Str(m));
+        }
+        if let Some(g) = msg::get(p, "g") {
+            sink.server(keys::GAME_TYPE, Value::Str(g));
+        }
+        let bots = msg::get(p, "b").and_then(|b| parse_int(b.as_bytes())).unwrap_or(0);
+        if let Some((h, m)) = msg::get(p, "u").and_then(|u| u.split_once('/')) {
+            if let (Some(h), Some(m)) = (parse_int(h.as_bytes()), parse_int(m.as_bytes())) {
+                sink.server(keys::PLAYERS, Value::Int(h.saturating_add(bots)));
+                sink.server(keys::MAX_PLAYERS, Value::Int(m.saturating_add(bots)));
+            }
+        }
+        sink.server(keys::BOTS, Value::Int(bots));
+        sink.server(keys::PASSWORD, Value::Bool(msg::get(p, "p") == Some("1")));
+        sink.server(keys::PLAYER_LIST_COMPLETE, Value::Bool(false));
+        let plain = self.strip(name);
+        sink.raw("name_plain", Value::Str(&plain));
+        for (k, v) in p {
+            sink.raw(&format!("short_{k}"), Value::Str(v));
+        }
+        sink.finish();
+    }
+}
+
+/// A `dpmaster` list query.
+#[derive(Debug)]
+pub struct MasterQuery {
+    target: SocketAddr,
+    request: Vec<u8>,
+    config: QueryConfig,
+    eot_grace_ms: u64,
+    attempt: u32,
+    deadline: Option<u64>,
+    seen: HashSet<SocketAddr>,
+    pages: u32,
+    duplicates: u64,
+    invalid: u64,
+    eot: bool,
+    done: bool,
+}
+
+fn word_ok(w: &str) -> bool {
+    !w.is_empty() && w.len() <= 64 && w.bytes().all(|b| b.is_ascii_graphic() && b != b'\\' && b != b'"')
+}
+
+impl MasterQuery {
+    fn new(target: SocketAddr, config: &QueryConfig, now_ms: u64, sink: &mut dyn Sink) -> Result<Self, CreateError> {
+        let game = config.param("game").unwrap_or("Quake3Arena");
+        let proto = config.param("game_protocol").unwrap_or("68");
+        let filters: Vec<String> = config
+            .param("filters")
+            .unwrap_or("empty full")
+            .split([' ', ','])
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !game.is_empty() && !word_ok(game) {
+            return Err(CreateError::BadConfig(format!("game {game:?}: one word of printable ASCII expected")));
+        }
+        if proto.is_empty() || !proto.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(CreateError::BadConfig(format!("game_protocol {proto:?}: a number expected")));
+        }
+        if let Some(f) = filters.iter().find(|f| !word_ok(f)) {
+            return Err(CreateError::BadConfig(format!("filter {f:?}: one word of printable ASCII expected")));
+        }
+        let ext = match config.param("ext").unwrap_or("auto") {
+            "1" | "true" | "yes" => true,
+            "0" | "false" | "no" => false,
+            "auto" => target.is_ipv6() || filters.iter().any(|f| f == "ipv6"),
+            other => return Err(CreateError::BadConfig(format!("ext {other:?}: expected auto, 0 or 1"))),
+        };
+        if game.is_empty() && ext {
+            return Err(CreateError::BadConfig("getserversExt needs a game name".into()));
+        }
+        let eot_grace_ms = match config.param("eot_grace_ms") {
+            None => 50,
+            Some(v) => {
+                v.parse().map_err(|_| CreateError::BadConfig(format!("eot_grace_ms {v:?}: a number expected")))?
+            }
+        };
+        let mut q = MasterQuery {
+            target,
+            request: msg::getservers(ext, game, proto, &filters),
+            config: config.clone(),
+            eot_grace_ms,
+            attempt: 0,
+            deadline: None,
+            seen: HashSet::new(),
+            pages: 0,
+            duplicates: 0,
+            invalid: 0,
+            eot: false,
+            done: false,
+        };
+        sink.send(target, &q.request);
+        q.deadline = Some(now_ms.saturating_add(q.config.wait_ms(0)));
+        Ok(q)
+    }
+
+    fn on_datagram(&mut self, now_ms: u64, from: SocketAddr, data: &[u8], sink: &mut dyn Sink) -> Datagram {
+        if self.done || from != self.target {
+            return Datagram::Ignored;
+        }
+        let Some(Reply::Servers { body, .. }) = msg::classify(data) else { return Datagram::Ignored };
+        let page = msg::parse_servers(body);
+        self.pages = self.pages.saturating_add(1);
+        self.invalid = self.invalid.saturating_add(page.invalid as u64);
+        if let Some(at) = page.garbage_at {
+            sink.log_fmt(Level::Debug, format_args!("master page {}: unreadable entry at byte {at}", self.pages));
+        }
+        for a in page.entries {
+            if self.seen.len() >= MAX_ENTRIES {
+                break;
+            }
+            if self.seen.insert(a) {
+                sink.master_entry(a);
+            } else {
+                self.duplicates = self.duplicates.saturating_add(1);
+            }
+        }
+        if page.eot {
+            self.eot = true;
+        }
+        if self.eot {
+            if self.eot_grace_ms == 0 {
+                self.finish(sink);
+            } else {
+                self.deadline = Some(now_ms.saturating_add(self.eot_grace_ms));
+            }
+        } else {
+            self.deadline = Some(now_ms.saturating_add(PAGE_WAIT_MS.max(self.config.wait_ms(0))));
+        }
+        Datagram::Accepted
+    }
+
+    fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
+        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+            return;
+        }
+        if self.eot {
+            return self.finish(sink);
+        }
+        if self.attempt < self.config.retries {
+            // Nothing, or pages but no end: ask again (entries already reported are deduplicated).
+            self.attempt += 1;
+            sink.send(self.target, &self.request);
+            self.deadline = Some(now_ms.saturating_add(self.config.wait_ms(self.attempt)));
+            return;
+        }
+        if self.pages > 0 {
+            return self.finish(sink);
+        }
+        self.done = true;
+        self.deadline = None;
+        let n = self.attempt + 1;
+        sink.done(Status::TIMEOUT, &format!("no reply from the master after {n} attempt(s)"));
+    }
+
+    fn finish(&mut self, sink: &mut dyn Sink) {
+        self.done = true;
+        self.deadline = None;
+        let request = String::from_utf8_lossy(self.request.get(4..).unwrap_or(&[])).into_owned();
+        sink.raw("request", Value::Str(&request));
+        sink.raw("entries", Value::Int(i64::try_from(self.seen.len()).unwrap_or(i64::MAX)));
+        sink.raw("pages", Value::Int(i64::from(self.pages)));
+        sink.raw("duplicates", Value::Int(i64::try_from(self.duplicates).unwrap_or(i64::MAX)));
+        sink.raw("invalid_entries", Value::Int(i64::try_from(self.invalid).unwrap_or(i64::MAX)));
+        sink.raw("eot", Value::Bool(self.eot));
+        sink.finish();
+    }
+}

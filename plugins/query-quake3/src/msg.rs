@@ -1,0 +1,433 @@
+//! Quake III family out-of-band messages: requests, reply classification and parsers. Pure functions.
+//!
+//! Facts from ioquake3 (`SVC_Info`, `SVC_Status`, `Q_IsColorString`), Warsow 2.1 (`sv_oob.c`:
+//! `SV_LongInfoString`, `SV_ShortInfoString`, `Q_GrabCharFromColorString`) and dpmaster 2.2, checked against the
+//! OpenArena and dpmaster captures in `testdata/`.
+
+use query_wire::text::{atoi, utf8_or_latin1};
+use query_wire::{DecodeError, DecodeResult, Reader};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// Out-of-band prefix of every message.
+pub const OOB: &[u8; 4] = b"\xff\xff\xff\xff";
+
+/// Most key/value pairs kept from one info string.
+pub const MAX_PAIRS: usize = 1024;
+/// Most player lines kept from one status reply.
+pub const MAX_PLAYERS: usize = 1024;
+
+fn oob(cmd: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(4 + cmd.len());
+    v.extend_from_slice(OOB);
+    v.extend_from_slice(cmd.as_bytes());
+    v
+}
+
+/// `getinfo <challenge>`.
+pub fn getinfo(challenge: &str) -> Vec<u8> {
+    oob(&format!("getinfo {challenge}"))
+}
+
+/// `getstatus <challenge>`.
+pub fn getstatus(challenge: &str) -> Vec<u8> {
+    oob(&format!("getstatus {challenge}"))
+}
+
+/// Warsow's short query `info <protocol> full empty` (the server stays silent unless `full`/`empty` allow its
+/// state, so both are always sent).
+pub fn warsow_info(protocol: &str) -> Vec<u8> {
+    oob(&format!("info {protocol} full empty"))
+}
+
+/// `getservers <game> <protocol> <filters...>` or `getserversExt ...`.
+pub fn getservers(ext: bool, game: &str, protocol: &str, filters: &[String]) -> Vec<u8> {
+    let mut cmd = String::from(if ext { "getserversExt" } else { "getservers" });
+    for part in [game, protocol].into_iter().chain(filters.iter().map(String::as_str)) {
+        if !part.is_empty() {
+            cmd.push(' ');
+            cmd.push_str(part);
+        }
+    }
+    oob(&cmd)
+}
+
+/// A challenge is echoed verbatim in a key/value string: it must be printable ASCII without separators (dpmaster
+/// forbids `\ / ; " %` and spaces, ioq3 ignores arguments over 128 bytes).
+pub fn valid_challenge(c: &str) -> bool {
+    !c.is_empty() && c.len() <= 128 && c.bytes().all(|b| b.is_ascii_graphic() && !b"\\/;\"%".contains(&b))
+}
+
+/// What a datagram is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply<'a> {
+    /// `infoResponse\n` + info string.
+    Info(&'a [u8]),
+    /// `statusResponse\n` + info string + `\n` + player lines.
+    Status(&'a [u8]),
+    /// Warsow `info\n` + short info.
+    ShortInfo(&'a [u8]),
+    /// `getserversResponse` (or `Ext`) + entries.
+    Servers {
+        /// `getserversExtResponse`.
+        ext: bool,
+        /// The entries.
+        body: &'a [u8],
+    },
+}
+
+/// Classifies an out-of-band datagram.
+pub fn classify(data: &[u8]) -> Option<Reply<'_>> {
+    let rest = data.strip_prefix(OOB)?;
+    // Longest names first: "info\n" is a prefix of nothing else but "infoResponse" starts with "info".
+    if let Some(b) = rest.strip_prefix(b"infoResponse") {
+        return Some(Reply::Info(b.strip_prefix(b"\n").unwrap_or(b)));
+    }
+    if let Some(b) = rest.strip_prefix(b"statusResponse") {
+        return Some(Reply::Status(b.strip_prefix(b"\n").unwrap_or(b)));
+    }
+    if let Some(b) = rest.strip_prefix(b"getserversExtResponse") {
+        return Some(Reply::Servers { ext: true, body: b });
+    }
+    if let Some(b) = rest.strip_prefix(b"getserversResponse") {
+        return Some(Reply::Servers { ext: false, body: b });
+    }
+    if let Some(b) = rest.strip_prefix(b"info\n") {
+        return Some(Reply::ShortInfo(b));
+    }
+    None
+}
+
+/// One key/value pair of an info string.
+pub type Pair = (String, String);
+
+/// Parses an info string `\key\value\key\value...` (ioq3 `Info_NextPair`): the leading `\` is optional, a key
+/// without a value gets "", empty keys are skipped, text is UTF-8 or else Latin-1.
+pub fn parse_infostring(b: &[u8]) -> Vec<Pair> {
+    let b = b.strip_prefix(b"\\").unwrap_or(b);
+    let mut out = Vec::new();
+    if b.is_empty() {
+        return out;
+    }
+    let mut parts = b.split(|&c| c == b'\\');
+    while let Some(k) = parts.next() {
+        let v = parts.next().unwrap_or(&[]);
+        if k.is_empty() {
+            continue;
+        }
+        if out.len() >= MAX_PAIRS {
+            break;
+        }
+        out.push((utf8_or_latin1(k).into_owned(), utf8_or_latin1(v).into_owned()));
+    }
+    out
+}
+
+/// The value of `key` in `pairs` (the first one, as `Info_ValueForKey` finds it).
+pub fn get<'a>(pairs: &'a [Pair], key: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// One line of a status reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusPlayer {
+    /// Score (frags).
+    pub score: i64,
+    /// Ping in ms (bots: 0 on ioq3).
+    pub ping: i64,
+    /// Name with colour codes.
+    pub name: String,
+    /// Warsow's fourth column: team number.
+    pub team: Option<i64>,
+}
+
+/// Splits a status reply body into the info string and the player lines; returns the pairs, the players, and how
+/// many lines could not be read (skipped, like every browser does).
+pub fn parse_status(body: &[u8]) -> (Vec<Pair>, Vec<StatusPlayer>, usize) {
+    let (info, lines) = match body.iter().position(|&c| c == b'\n') {
+        Some(n) => (body.get(..n).unwrap_or(&[]), body.get(n + 1..).unwrap_or(&[])),
+        None => (body, &[][..]),
+    };
+    let pairs = parse_infostring(info);
+    let mut players = Vec::new();
+    let mut bad = 0;
+    for line in lines.split(|&c| c == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if players.len() >= MAX_PLAYERS {
+            bad += 1;
+            continue;
+        }
+        match parse_player_line(line) {
+            Some(p) => players.push(p),
+            None => bad += 1,
+        }
+    }
+    (pairs, players, bad)
+}
+
+/// `score ping "name"` (ioq3) or `frags ping "name" team` (Warsow). The name is quoted but not escaped: it runs to
+/// the last quote of the line.
+pub fn parse_player_line(line: &[u8]) -> Option<StatusPlayer> {
+    let mut words = line.splitn(3, |&c| c == b' ');
+    let score = words.next()?;
+    let ping = words.next()?;
+    if !is_int(score) || !is_int(ping) {
+        return None;
+    }
+    let rest = words.next().unwrap_or(&[]);
+    let rest = rest.trim_ascii_start();
+    let (name, tail) = match rest.strip_prefix(b"\"") {
+        Some(r) => {
+            let close = r.iter().rposition(|&c| c == b'"')?;
+            (r.get(..close)?, r.get(close + 1..).unwrap_or(&[]))
+        }
+        None => (rest, &[][..]),
+    };
+    let tail = tail.trim_ascii();
+    let team = if tail.is_empty() {
+        None
+    } else if is_int(tail) {
+        Some(atoi(tail))
+    } else {
+        return None;
+    };
+    Some(StatusPlayer { score: atoi(score), ping: atoi(ping), name: utf8_or_latin1(name).into_owned(), team })
+}
+
+fn is_int(b: &[u8]) -> bool {
+    let d = b.strip_prefix(b"-").unwrap_or(b);
+    !d.is_empty() && d.len() <= 18 && d.iter().all(u8::is_ascii_digit)
+}
+
+/// Parses Warsow's short info `\\n\\<name>\\m\\<map>\\u\\<humans>/<max>\\...EOT`: pairs separated by double
+/// backslashes, values space-padded (trimmed here).
+pub fn parse_short_info(body: &[u8]) -> DecodeResult<Vec<Pair>> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut rest = body;
+    while let Some(i) = rest.windows(2).position(|w| w == b"\\\\") {
+        parts.push(rest.get(..i).unwrap_or(&[]));
+        rest = rest.get(i + 2..).unwrap_or(&[]);
+    }
+    parts.push(rest);
+    if parts.first().is_some_and(|p| p.is_empty()) {
+        parts.remove(0);
+    }
+    match parts.last() {
+        Some(l) if l.trim_ascii().starts_with(b"EOT") => {
+            parts.pop();
+        }
+        _ => return Err(DecodeError::bad("short info", body.len(), "no EOT terminator")),
+    }
+    if parts.len() % 2 != 0 {
+        return Err(DecodeError::bad("short info", 0, "odd number of fields"));
+    }
+    Ok(parts
+        .chunks(2)
+        .take(MAX_PAIRS)
+        .filter_map(|kv| match kv {
+            [k, v] => Some((utf8_or_latin1(k.trim_ascii()).into_owned(), utf8_or_latin1(v.trim_ascii()).into_owned())),
+            _ => None,
+        })
+        .collect())
+}
+
+/// One datagram of a master server's list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServersPage {
+    /// Addresses in order (invalid ones, with address or port 0, left out).
+    pub entries: Vec<SocketAddr>,
+    /// Entries left out as invalid.
+    pub invalid: usize,
+    /// The list ended here (`\EOT\0\0\0`, or `\EOF\0\0\0` as some other masters send).
+    pub eot: bool,
+    /// Parsing stopped at this offset on a byte that starts no entry.
+    pub garbage_at: Option<usize>,
+}
+
+/// Parses the entries of a `getserversResponse` / `getserversExtResponse` body: `\` + 4-byte IPv4 + big-endian port,
+/// `/` + 16-byte IPv6 + port, until `\EOT\0\0\0` or the end of the datagram. Entries are fixed-width (a port or
+/// address byte may itself be `\`).
+pub fn parse_servers(body: &[u8]) -> ServersPage {
+    let mut page = ServersPage::default();
+    // Some masters put a newline after the command.
+    let body = body.strip_prefix(b"\n").unwrap_or(body);
+    let mut r = Reader::new(body);
+    while let Some(sep) = r.peek() {
+        let at = r.pos();
+        match sep {
+            b'\\' => {
+                let rest = r.rest().get(1..).unwrap_or(&[]);
+                if rest.starts_with(b"EOT") || rest.starts_with(b"EOF") {
+                    // `\EOT\0\0\0`; a shortened terminator still ends the list.
+                    if rest.len() < 6 || rest.get(3..6) == Some(&[0, 0, 0]) {
+                        page.eot = true;
+                        break;
+                    }
+                }
+                let Ok(e) = r.take(7, "IPv4 entry") else {
+                    page.garbage_at = Some(at);
+                    break;
+                };
+                let ip = Ipv4Addr::new(e[1], e[2], e[3], e[4]);
+                let port = u16::from_be_bytes([e[5], e[6]]);
+                if port == 0 || ip.is_unspecified() {
+                    page.invalid += 1;
+                } else {
+                    page.entries.push(SocketAddr::new(IpAddr::V4(ip), port));
+                }
+            }
+            b'/' => {
+                let Ok(e) = r.take(19, "IPv6 entry") else {
+                    page.garbage_at = Some(at);
+                    break;
+                };
+                let mut o = [0u8; 16];
+                o.copy_from_slice(e.get(1..17).unwrap_or(&[0; 16]));
+                let ip = Ipv6Addr::from(o);
+                let port = u16::from_be_bytes([e[17], e[18]]);
+                if port == 0 || ip.is_unspecified() {
+                    page.invalid += 1;
+                } else {
+                    page.entries.push(SocketAddr::new(IpAddr::V6(ip), port));
+                }
+            }
+            _ => {
+                page.garbage_at = Some(at);
+                break;
+            }
+        }
+    }
+    page
+}
+
+/// ioquake3's colour codes removed: `^` followed by an ASCII letter or digit (`Q_IsColorString`), plus control
+/// characters.
+pub fn strip_q3(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '^' && it.peek().is_some_and(char::is_ascii_alphanumeric) {
+            it.next();
+        } else if !c.is_control() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Warsow's colour codes removed: `^0`..`^9`; `^^` is a literal `^` (`Q_GrabCharFromColorString`).
+pub fn strip_warsow(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match (c, it.peek()) {
+            ('^', Some(d)) if d.is_ascii_digit() => {
+                it.next();
+            }
+            ('^', Some('^')) => {
+                it.next();
+                out.push('^');
+            }
+            (c, _) if !c.is_control() => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_match_the_captures() {
+        assert_eq!(getinfo("xxx_chal"), include_bytes!("../testdata/bots4-getinfo.req.bin"));
+        assert_eq!(getstatus("yyy_chal"), include_bytes!("../testdata/bots4-getstatus.req.bin"));
+        let f = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            getservers(false, "Quake3Arena", "71", &f("empty full")),
+            include_bytes!("../testdata/dpmaster/getservers-Quake3Arena-71-empty-full.req.bin")
+        );
+        assert_eq!(
+            getservers(true, "Quake3Arena", "71", &f("empty full ipv6")),
+            include_bytes!("../testdata/dpmaster/getserversExt-Quake3Arena-71-ipv6-only.req.bin")
+        );
+        assert_eq!(
+            getservers(false, "Warsow", "22", &f("full empty")),
+            include_bytes!("../testdata/dpmaster/getservers-Warsow-22-full-empty.req.bin")
+        );
+        assert_eq!(
+            getservers(true, "Warsow", "22", &[]),
+            include_bytes!("../testdata/dpmaster/getserversExt-Warsow-22.req.bin")
+        );
+        assert_eq!(getservers(false, "", "71", &[]), include_bytes!("../testdata/dpmaster/getservers-71.req.bin"));
+        assert_eq!(warsow_info("71"), include_bytes!("../testdata/bots4-info-warsow-style.req.bin"));
+    }
+
+    #[test]
+    fn infostrings() {
+        let p = parse_infostring(b"\\a\\1\\b\\\\c");
+        assert_eq!(p, vec![("a".into(), "1".into()), ("b".into(), "".into()), ("c".into(), "".into())]);
+        assert_eq!(parse_infostring(b""), vec![]);
+        assert_eq!(parse_infostring(b"\\\\\\"), vec![]);
+        assert_eq!(get(&parse_infostring(b"k\\v"), "k"), Some("v"));
+    }
+
+    #[test]
+    fn player_lines() {
+        let p = parse_player_line(b"2 0 \"Kyonshi\"").unwrap();
+        assert_eq!((p.score, p.ping, p.name.as_str(), p.team), (2, 0, "Kyonshi", None));
+        let p = parse_player_line(b"-3 48 \"a \"quoted\" ^1name\" 2").unwrap();
+        assert_eq!((p.score, p.name.as_str(), p.team), (-3, "a \"quoted\" ^1name", Some(2)));
+        assert!(parse_player_line(b"x 0 \"n\"").is_none());
+        assert!(parse_player_line(b"1 2 \"unterminated").is_none());
+        assert!(parse_player_line(b"1 2 \"n\" team").is_none());
+        assert_eq!(parse_player_line(b"1 2 bare").unwrap().name, "bare");
+    }
+
+    #[test]
+    fn short_info() {
+        let b = b"\\\\n\\\\My ^2Server\\\\m\\\\  wdm1\\\\u\\\\ 3/16\\\\g\\\\    ca\\\\s\\\\1\\\\b\\\\ 2\\\\EOT";
+        let p = parse_short_info(b).unwrap();
+        assert_eq!(get(&p, "n"), Some("My ^2Server"));
+        assert_eq!(get(&p, "m"), Some("wdm1"));
+        assert_eq!(get(&p, "u"), Some("3/16"));
+        assert_eq!(get(&p, "g"), Some("ca"));
+        assert_eq!(get(&p, "b"), Some("2"));
+        assert!(parse_short_info(b"\\\\n\\\\x").is_err());
+    }
+
+    #[test]
+    fn colours() {
+        assert_eq!(strip_q3("^1Red^7White^^x^"), "RedWhite^^");
+        assert_eq!(strip_q3("a\u{1}b^"), "ab^");
+        assert_eq!(strip_warsow("^1Red^^7^x"), "Red^7^x");
+    }
+
+    #[test]
+    fn server_entries() {
+        let mut b = vec![b'\\', 1, 2, 3, 4, 0x6d, 0x38];
+        b.extend_from_slice(&[b'\\', 5, 6, 7, 8, 0x5c, 0x5c]); // port bytes that look like separators
+        b.push(b'/');
+        b.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x6d, 0x38]);
+        b.extend_from_slice(&[b'\\', 9, 9, 9, 9, 0, 0]); // port 0: invalid
+        b.extend_from_slice(b"\\EOT\0\0\0");
+        let p = parse_servers(&b);
+        assert!(p.eot);
+        assert_eq!(p.invalid, 1);
+        assert_eq!(
+            p.entries,
+            vec![
+                "1.2.3.4:27960".parse().unwrap(),
+                "5.6.7.8:23644".parse().unwrap(),
+                "[2001:db8::1]:27960".parse().unwrap()
+            ]
+        );
+        let p = parse_servers(b"\\1\\2");
+        assert_eq!(p.garbage_at, Some(0));
+        assert!(parse_servers(b"\\EOT").eot);
+        assert_eq!(parse_servers(b"x").garbage_at, Some(0));
+    }
+}
