@@ -5,7 +5,7 @@
 //!   reading through them*: null pointers with non-zero lengths, lengths far beyond any sane cap, text that is not
 //!   UTF-8, unknown value kinds and address families, short structs, a second `report_done`. It never passes a
 //!   dangling non-null pointer with a plausible length (no host could detect that).
-//! * [`export_broken_plugin!`] exports a table the loader must refuse: wrong ABI version, short table, a null
+//! * [`crate::export_broken_plugin!`] exports a table the loader must refuse: wrong ABI version, short table, a null
 //!   function pointer, a name that is not UTF-8, or a null table.
 
 use crate::safe::{CreateError, Datagram, QueryConfig, QueryEngine, Sink};
