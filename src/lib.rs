@@ -10,6 +10,7 @@
 //!   sessions (and, later, query engines).
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
 //! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
+//! * [`world_cmd`]: the `world` command (fetch a world, print its model as text or JSON, draw an SVG map).
 #![warn(missing_docs)]
 
 pub mod bzflag;
@@ -18,3 +19,4 @@ pub mod observer;
 pub mod reactor;
 pub mod record;
 pub mod wire;
+pub mod world_cmd;

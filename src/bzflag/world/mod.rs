@@ -20,13 +20,28 @@
 //! What is kept is what was sent: group instances are not expanded, arcs/cones/spheres/tetras are not turned
 //! into meshes. [`WorldDb::to_bytes`] writes a database back out (byte-identical for the captured worlds), which
 //! tests and fake servers use.
+//!
+//! [`WorldModel::build`] turns a database into collision geometry: groups expanded, shapes tessellated like
+//! the client, teleporters ordered and linked, everything in a BVH, with the queries a bot needs (segment hits,
+//! line of sight, tank collisions, ground height, bases, teleporter transport). [`report`] prints it as text,
+//! JSON or an SVG map.
 #![forbid(unsafe_code)]
 
+pub mod bvh;
 mod emit;
 mod envelope;
+pub mod geometry;
+pub mod links;
+mod model;
 mod parse;
+mod query;
+pub mod report;
+pub mod tessellate;
 mod types;
+pub mod xform;
 
+#[cfg(test)]
+mod model_tests;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +49,12 @@ pub use envelope::{
     inflate_blob, Envelope, ENVELOPE_OVERHEAD, MAP_VERSION, MAX_WORLD_SIZE, WORLD_CODE_END, WORLD_CODE_HEADER,
     WORLD_HEADER_LEN,
 };
+pub use links::{FaceLinks, LinkTable};
+pub use model::{
+    BaseModel, Face, Geometry, ModelError, ModelLimits, ModelObstacle, ObstacleId, Passability, Solid, TeleporterModel,
+    WallModel, WorldModel, MAX_EXTENT,
+};
+pub use query::{FieldEntry, Ground, Hit, Mask, TankBox};
 pub use types::*;
 
 use crate::wire::DecodeError;

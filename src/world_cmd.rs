@@ -1,0 +1,269 @@
+//! `bzhead world`: fetch a server's world (or read a blob), build the model, print a summary or JSON, draw a map.
+//!
+//! ```text
+//! bzhead world HOST[:PORT] [--json] [--svg FILE] [--no-cache | --cache-dir DIR] [--timeout SECONDS]
+//! bzhead world --file BLOB [--json] [--svg FILE]
+//! ```
+//!
+//! The download uses a world-only session on the reactor: hello, flag negotiation, settings, world hash, then
+//! the world from the cache or the server (MD5-checked), and the session closes without joining. Exit codes: 0
+//! done, 2 usage (bad arguments, unreadable file, unwritable SVG), 3 cannot connect, 6 protocol error (a server
+//! that closes, stalls or sends a broken world; a blob that does not parse).
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::bzflag::consts::DEFAULT_PORT;
+use crate::bzflag::event::Event;
+use crate::bzflag::session::{md5_hex, SessionConfig};
+use crate::bzflag::world::{parse_blob, report, WorldModel};
+use crate::cache::WorldCache;
+use crate::reactor::{Reactor, SessionOptions};
+
+/// Exit codes of the command.
+pub mod exit {
+    /// Done.
+    pub const OK: u8 = 0;
+    /// Bad arguments, unreadable input file, unwritable output.
+    pub const USAGE: u8 = 2;
+    /// The server cannot be reached.
+    pub const CONNECT: u8 = 3;
+    /// The server misbehaved or the world is broken.
+    pub const PROTOCOL: u8 = 6;
+}
+
+/// Arguments of `bzhead world`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct WorldArgs {
+    /// Server, HOST[:PORT] (port 5154 by default).
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub server: Option<String>,
+    /// Read a world blob instead: a cache file or the output of `bzfs -cacheout FILE`.
+    #[arg(long, value_name = "BLOB")]
+    pub file: Option<PathBuf>,
+    /// Print the model as one JSON document instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a top-down SVG map to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Do not read or write the world cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// World cache directory (default: $BZHEAD_CACHE_DIR, else $XDG_CACHE_HOME/bzhead/worlds).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Seconds allowed for connecting and fetching the world.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub timeout: f64,
+}
+
+/// A fetched world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// MD5 of the blob, 32 hex digits.
+    pub hash: String,
+    /// The blob.
+    pub blob: Vec<u8>,
+    /// It came from the cache.
+    pub cached: bool,
+}
+
+/// Why a fetch failed: the exit code and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchError {
+    /// [`exit::CONNECT`] or [`exit::PROTOCOL`].
+    pub code: u8,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+/// Runs the command; returns the process exit code.
+pub fn run(args: WorldArgs) -> u8 {
+    let (blob, hash) = match (&args.file, &args.server) {
+        (Some(path), None) => match std::fs::read(path) {
+            Ok(b) => {
+                let h = md5_hex(&b);
+                (b, h)
+            }
+            Err(e) => {
+                eprintln!("bzhead: cannot read {}: {e}", path.display());
+                return exit::USAGE;
+            }
+        },
+        (None, Some(server)) => {
+            let addr = match resolve(server) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("bzhead: {e}");
+                    return exit::CONNECT;
+                }
+            };
+            let cache = if args.no_cache {
+                None
+            } else {
+                args.cache_dir.clone().map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))
+            };
+            match fetch(addr, cache, secs(args.timeout)) {
+                Ok(f) => (f.blob, f.hash),
+                Err(e) => {
+                    eprintln!("bzhead: {e}");
+                    return e.code;
+                }
+            }
+        }
+        _ => {
+            eprintln!("bzhead: give either a server or --file BLOB");
+            return exit::USAGE;
+        }
+    };
+    let db = match parse_blob(&blob) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::PROTOCOL;
+        }
+    };
+    let model = match WorldModel::build(&db) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::PROTOCOL;
+        }
+    };
+    if let Some(path) = &args.svg {
+        if let Err(e) = std::fs::write(path, report::to_svg(&model)) {
+            eprintln!("bzhead: cannot write {}: {e}", path.display());
+            return exit::USAGE;
+        }
+    }
+    let text = if args.json {
+        let mut s = report::to_json(&model, &hash).to_string();
+        s.push('\n');
+        s
+    } else {
+        report::summary(&model, &hash, blob.len())
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head`) is not an error worth reporting.
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    exit::OK
+}
+
+/// Fetches the world of the server at `addr` with a world-only session (from `cache` when it has it),
+/// giving up after `timeout`.
+pub fn fetch(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> Result<Fetched, FetchError> {
+    let protocol = |message: String| FetchError { code: exit::PROTOCOL, message };
+    let mut reactor = Reactor::new().map_err(|e| protocol(format!("cannot start the event loop: {e}")))?;
+    let config = SessionConfig {
+        world_only: true,
+        udp: false,
+        join_timeout: timeout,
+        hello_timeout: timeout.min(Duration::from_secs(10)),
+        ..SessionConfig::default()
+    };
+    let id = reactor
+        .add_session(addr, config, SessionOptions { record: None, cache })
+        .map_err(|e| FetchError { code: exit::CONNECT, message: format!("cannot connect to {addr}: {e}") })?;
+    let deadline = Instant::now() + timeout + Duration::from_secs(1);
+    let done = reactor.run_until_done(deadline).map_err(|e| protocol(format!("event loop failed: {e}")))?;
+    let mut cached = false;
+    let mut closed: Option<(String, i32)> = None;
+    while let Some((_, _, ev)) = reactor.poll_event() {
+        match ev {
+            Event::World { cached: c, .. } => cached = c,
+            Event::Closed { reason, exit_code } => closed = Some((reason, exit_code)),
+            _ => {}
+        }
+    }
+    if let Some(blob) = reactor.session(id).and_then(|s| s.world_blob()) {
+        return Ok(Fetched { hash: md5_hex(blob), blob: blob.to_vec(), cached });
+    }
+    match closed {
+        Some((reason, code)) => {
+            let code = if code == i32::from(exit::CONNECT) { exit::CONNECT } else { exit::PROTOCOL };
+            Err(FetchError { code, message: reason })
+        }
+        None if !done => Err(protocol(format!("no world from {addr} within {timeout:?}"))),
+        None => Err(protocol(format!("{addr} closed the session without sending a world"))),
+    }
+}
+
+/// Resolves HOST[:PORT] (default port 5154), IPv4 first.
+pub fn resolve(server: &str) -> Result<SocketAddr, String> {
+    let with_port = if server.parse::<SocketAddr>().is_ok() || has_port(server) {
+        server.to_string()
+    } else if server.contains(':') && !server.starts_with('[') {
+        format!("[{server}]:{DEFAULT_PORT}")
+    } else {
+        format!("{server}:{DEFAULT_PORT}")
+    };
+    let addrs: Vec<SocketAddr> =
+        with_port.to_socket_addrs().map_err(|e| format!("cannot resolve {server}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("cannot resolve {server}: no address"))
+}
+
+fn has_port(s: &str) -> bool {
+    if let Some(rest) = s.strip_prefix('[') {
+        return rest.contains("]:");
+    }
+    s.matches(':').count() == 1 && s.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok())
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 86_400.0) } else { 86_400.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(resolve("127.0.0.1").unwrap(), "127.0.0.1:5154".parse().unwrap());
+        assert_eq!(resolve("127.0.0.1:6000").unwrap(), "127.0.0.1:6000".parse().unwrap());
+        assert_eq!(resolve("::1").unwrap(), "[::1]:5154".parse().unwrap());
+    }
+
+    #[test]
+    fn files() {
+        let dir = std::env::temp_dir().join(format!("bzhead-world-cmd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let blob = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/02-custom-world.bin");
+        let svg = dir.join("map.svg");
+        let code = run(WorldArgs { file: Some(blob.into()), svg: Some(svg.clone()), ..WorldArgs::default() });
+        assert_eq!(code, exit::OK);
+        assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+        assert_eq!(run(WorldArgs { file: Some(dir.join("missing")), ..WorldArgs::default() }), exit::USAGE);
+        let junk = dir.join("junk");
+        std::fs::write(&junk, b"not a world").unwrap();
+        assert_eq!(run(WorldArgs { file: Some(junk), ..WorldArgs::default() }), exit::PROTOCOL);
+        assert_eq!(run(WorldArgs::default()), exit::USAGE);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn unreachable_server() {
+        // A port nobody listens on: connection refused.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let e = fetch(addr, None, Duration::from_secs(5)).unwrap_err();
+        assert_eq!(e.code, exit::CONNECT, "{e}");
+    }
+}
