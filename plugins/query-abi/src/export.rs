@@ -43,6 +43,11 @@ pub const MAX_PARAMS: usize = 256;
 /// ```
 ///
 /// The table records whether the plugin was built with `panic = "unwind"` ([`crate::FLAG_PANIC_UNWIND`]).
+///
+/// The entry symbol has one fixed name, so two plugin crates linked into one binary as rlibs collide ("duplicate
+/// symbol"). A build that links several plugins statically (and does not also produce their cdylibs in the same
+/// cargo invocation, where features unify) enables each plugin's `no-entry-symbol` feature and reaches the tables
+/// through their `BZHEAD_QUERY_PLUGIN_API` statics instead. Every plugin crate declares that feature.
 #[macro_export]
 macro_rules! export_query_plugin {
     (
@@ -51,8 +56,7 @@ macro_rules! export_query_plugin {
         engine: $engine:ty,
         protocols: [ $( $proto:expr ),* $(,)? ] $(,)?
     ) => {
-        /// This plugin's function table (see `query_abi::PluginApi`).
-        #[doc(hidden)]
+        /// This plugin's function table (see `query_abi::PluginApi`); also usable in-process.
         pub static BZHEAD_QUERY_PLUGIN_API: $crate::PluginApi = $crate::PluginApi::for_engine::<$engine>(
             $crate::Str::from_static($name),
             $crate::Str::from_static($version),
@@ -61,6 +65,7 @@ macro_rules! export_query_plugin {
         );
 
         /// The plugin's entry point: a pointer to its static `query_abi::PluginApi` table.
+        #[cfg(not(feature = "no-entry-symbol"))]
         #[unsafe(no_mangle)]
         pub extern "C" fn bzhead_query_plugin_entry() -> *const $crate::PluginApi {
             &BZHEAD_QUERY_PLUGIN_API

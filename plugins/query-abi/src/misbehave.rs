@@ -184,6 +184,7 @@ pub const fn broken_table(how: Broken, protocols: &'static [ProtocolInfo]) -> Pl
 macro_rules! export_broken_plugin {
     (NullTable) => {
         /// Entry point that returns no table.
+        #[cfg(not(feature = "no-entry-symbol"))]
         #[unsafe(no_mangle)]
         pub extern "C" fn bzhead_query_plugin_entry() -> *const $crate::PluginApi {
             ::core::ptr::null()
@@ -198,6 +199,7 @@ macro_rules! export_broken_plugin {
         );
 
         /// Entry point returning the broken table.
+        #[cfg(not(feature = "no-entry-symbol"))]
         #[unsafe(no_mangle)]
         pub extern "C" fn bzhead_query_plugin_entry() -> *const $crate::PluginApi {
             &BZHEAD_QUERY_PLUGIN_API

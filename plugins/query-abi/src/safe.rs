@@ -136,6 +136,17 @@ impl QueryConfig {
         self.params.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
+    /// A copy without the parameters (engines keep timing and seed, and read parameters once in `new`).
+    pub fn without_params(&self) -> QueryConfig {
+        QueryConfig {
+            timeout_ms: self.timeout_ms,
+            retries: self.retries,
+            seed: self.seed,
+            max_log_level: self.max_log_level,
+            params: Vec::new(),
+        }
+    }
+
     /// Adds a parameter (builder style, for tests and hosts).
     pub fn with_param(mut self, key: &str, value: &str) -> Self {
         self.params.push((key.to_owned(), value.to_owned()));

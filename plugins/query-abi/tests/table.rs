@@ -154,7 +154,7 @@ unsafe extern "C" fn send_to(ctx: *mut c_void, _tag: u64, to: *const Addr, data:
     if data == b"reenter" {
         if let Some(inst) = *h.reenter.borrow() {
             let a = Addr::from(to);
-            let api = unsafe { &*bzhead_query_plugin_entry() };
+            let api = &BZHEAD_QUERY_PLUGIN_API;
             let st = unsafe { (api.on_datagram.unwrap())(inst, 0, &a, Bytes::new(b"x")) };
             h.events.borrow_mut().push(Ev::Reentered(st));
         }
@@ -218,9 +218,13 @@ fn host_api(h: &Host) -> HostApi {
 }
 
 fn api() -> &'static PluginApi {
-    let p = bzhead_query_plugin_entry();
-    assert!(!p.is_null());
-    unsafe { &*p }
+    &BZHEAD_QUERY_PLUGIN_API
+}
+
+#[cfg(not(feature = "no-entry-symbol"))]
+#[test]
+fn the_entry_symbol_returns_the_table() {
+    assert!(std::ptr::eq(bzhead_query_plugin_entry(), &BZHEAD_QUERY_PLUGIN_API));
 }
 
 const TARGET: &str = "127.0.0.1:4000";

@@ -176,7 +176,7 @@ unsafe extern "C" fn log(ctx: *mut c_void, _: u64, level: i32, msg: Str) {
 }
 
 fn api() -> &'static PluginApi {
-    unsafe { &*query_misbehave::bzhead_query_plugin_entry() }
+    &query_misbehave::BZHEAD_QUERY_PLUGIN_API
 }
 
 fn host_api(h: &Host) -> HostApi {

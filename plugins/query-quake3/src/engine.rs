@@ -18,7 +18,7 @@
 //! `game` (default `Quake3Arena`), `game_protocol` (default 68), `filters` (space- or comma-separated, default
 //! `empty full`; also `ipv4`, `ipv6`, `gametype=X`...), `ext` (`auto`/`0`/`1`), `eot_grace_ms` (default 50).
 
-use crate::msg::{self, Pair, Reply, StatusPlayer};
+use crate::msg::{self, Pair, Reply};
 use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
 use query_wire::text::parse_int;
 use std::collections::HashSet;
@@ -133,9 +133,12 @@ pub struct ServerQuery {
     base_challenges: [String; 2],
     attempt: u32,
     deadline: Option<u64>,
-    info: Option<Vec<Pair>>,
-    status: Option<(Vec<Pair>, Vec<StatusPlayer>, usize)>,
-    short: Option<Vec<Pair>>,
+    /// The infoResponse's info string, kept raw and decoded once at the end.
+    info: Option<Vec<u8>>,
+    /// The statusResponse body, kept raw.
+    status: Option<Vec<u8>>,
+    /// Warsow's short info body, kept raw (checked when it arrived).
+    short: Option<Vec<u8>>,
     done: bool,
 }
 
@@ -171,7 +174,7 @@ impl ServerQuery {
             ask,
             target,
             protocol,
-            config: config.clone(),
+            config: config.without_params(),
             challenges: Vec::new(),
             base_challenges: [challenges[0].to_owned(), challenges[1].to_owned()],
             attempt: 0,
@@ -220,10 +223,10 @@ impl ServerQuery {
     }
 
     /// The reply's challenge is one of ours, or absent.
-    fn challenge_ok(&self, pairs: &[Pair]) -> bool {
-        match msg::get(pairs, "challenge") {
+    fn challenge_ok(&self, infostring: &[u8]) -> bool {
+        match msg::raw_get(infostring, b"challenge") {
             None => true,
-            Some(c) => self.challenges.iter().any(|m| m == c),
+            Some(c) => self.challenges.iter().any(|m| m.as_bytes() == c),
         }
     }
 
@@ -233,25 +236,23 @@ impl ServerQuery {
         }
         match msg::classify(data) {
             Some(Reply::Info(body)) if self.wants_info() => {
-                let info_line = body.split(|&c| c == b'\n').next().unwrap_or(&[]);
-                let pairs = msg::parse_infostring(info_line);
-                if !self.challenge_ok(&pairs) {
+                let info_line = msg::split_status(body).0;
+                if !self.challenge_ok(info_line) {
                     sink.log(Level::Debug, "infoResponse with a challenge we did not send");
                     return Datagram::Ignored;
                 }
-                self.info = Some(pairs);
+                self.info = Some(info_line.to_vec());
             }
             Some(Reply::Status(body)) if self.wants_status() => {
-                let parsed = msg::parse_status(body);
-                if !self.challenge_ok(&parsed.0) {
+                if !self.challenge_ok(msg::split_status(body).0) {
                     sink.log(Level::Debug, "statusResponse with a challenge we did not send");
                     return Datagram::Ignored;
                 }
-                self.status = Some(parsed);
+                self.status = Some(body.to_vec());
             }
             Some(Reply::ShortInfo(body)) if self.ask == Ask::Short && self.short.is_none() => {
                 match msg::parse_short_info(body) {
-                    Ok(p) => self.short = Some(p),
+                    Ok(_) => self.short = Some(body.to_vec()),
                     Err(e) => {
                         self.finish_error(sink, Status::MALFORMED, &format!("short info reply: {e}"));
                         return Datagram::Accepted;
@@ -302,42 +303,45 @@ impl ServerQuery {
         self.done = true;
         self.deadline = None;
         if let Some(short) = self.short.take() {
-            return self.emit_short(sink, &short);
+            let pairs = msg::parse_short_info(&short).unwrap_or_default();
+            return self.emit_short(sink, &pairs);
         }
         let have_info = self.info.is_some();
         let have_status = self.status.is_some();
-        let info = self.info.take().unwrap_or_default();
-        let (status, players, bad_lines) = self.status.take().unwrap_or_default();
-        let get = |k: &str| msg::get(&info, k).or_else(|| msg::get(&status, k));
-        let int = |k: &str| get(k).and_then(|v| parse_int(v.as_bytes()));
+        let info_raw = self.info.take().unwrap_or_default();
+        let status_raw = self.status.take().unwrap_or_default();
+        let info = msg::parse_infostring(&info_raw);
+        let (status, players, bad_lines) = msg::parse_status(&status_raw);
+        let (ki, ks) = (Known::scan(&info), Known::scan(&status));
+        let int = |v: Option<&str>| v.and_then(|v| parse_int(v.as_bytes()));
 
-        let name = get("hostname").or_else(|| get("sv_hostname")).unwrap_or("");
+        let name = ki.hostname.or(ks.hostname).or(ks.sv_hostname).or(ki.sv_hostname).unwrap_or("");
         sink.server(keys::NAME, Value::Str(name));
-        if let Some(m) = get("mapname") {
+        if let Some(m) = ki.mapname.or(ks.mapname) {
             sink.server(keys::MAP, Value::Str(m));
         }
         // getinfo says `gametype`; ioq3's getstatus `g_gametype`; Warsow renames it to `gametype` in both.
-        if let Some(g) = get("gametype").or_else(|| get("g_gametype")) {
+        if let Some(g) = ki.gametype.or(ks.gametype).or(ki.g_gametype).or(ks.g_gametype) {
             sink.server(keys::GAME_TYPE, Value::Str(g));
         }
         let line_count = i64::try_from(players.len()).unwrap_or(i64::MAX);
-        let clients = int("clients").or(if have_status { Some(line_count) } else { None });
+        let clients_key = int(ki.clients.or(ks.clients));
+        let clients = clients_key.or(if have_status { Some(line_count) } else { None });
         if let Some(c) = clients {
             sink.server(keys::PLAYERS, Value::Int(c));
         }
         // getinfo's sv_maxclients already leaves out private slots; getstatus has the raw cvars.
-        let max = msg::get(&info, "sv_maxclients").and_then(|v| parse_int(v.as_bytes())).or_else(|| {
-            let m = msg::get(&status, "sv_maxclients").and_then(|v| parse_int(v.as_bytes()))?;
-            let private = msg::get(&status, "sv_privateClients").and_then(|v| parse_int(v.as_bytes())).unwrap_or(0);
-            Some(m.saturating_sub(private))
+        let max = int(ki.sv_maxclients).or_else(|| {
+            let m = int(ks.sv_maxclients)?;
+            Some(m.saturating_sub(int(ks.sv_private_clients).unwrap_or(0)))
         });
         if let Some(m) = max {
             sink.server(keys::MAX_PLAYERS, Value::Int(m));
         }
         let bots = match self.flavor {
             // Warsow adds `\bots\N` only when there are bots.
-            Flavor::Warsow => int("bots").or(clients.map(|_| 0)),
-            Flavor::Quake3 => match (int("clients"), int("g_humanplayers")) {
+            Flavor::Warsow => int(ki.bots.or(ks.bots)).or(clients.map(|_| 0)),
+            Flavor::Quake3 => match (clients_key, int(ki.g_humanplayers.or(ks.g_humanplayers))) {
                 (Some(c), Some(h)) => Some(c.saturating_sub(h).max(0)),
                 _ => None,
             },
@@ -345,10 +349,10 @@ impl ServerQuery {
         if let Some(b) = bots {
             sink.server(keys::BOTS, Value::Int(b));
         }
-        if let Some(p) = get("g_needpass") {
+        if let Some(p) = ki.g_needpass.or(ks.g_needpass) {
             sink.server(keys::PASSWORD, Value::Bool(p.trim() != "0" && !p.trim().is_empty()));
         }
-        if let Some(v) = get("version") {
+        if let Some(v) = ki.version.or(ks.version) {
             sink.server(keys::VERSION, Value::Str(v));
         }
         sink.server(keys::PLAYER_LIST_COMPLETE, Value::Bool(have_status));
@@ -361,10 +365,10 @@ impl ServerQuery {
         }
         let plain = self.strip(name);
         sink.raw("name_plain", Value::Str(&plain));
-        if let Some(p) = get("protocol").or_else(|| get("com_protocol")) {
+        if let Some(p) = ki.protocol.or(ks.protocol).or(ki.com_protocol).or(ks.com_protocol) {
             sink.raw("protocol", Value::Str(p));
         }
-        if let Some(g) = get("gamename") {
+        if let Some(g) = ki.gamename.or(ks.gamename) {
             sink.raw("gamename", Value::Str(g));
         }
         sink.raw("info_reply", Value::Bool(have_info));
@@ -387,7 +391,7 @@ impl ServerQuery {
     }
 
     /// Warsow's short info: `n` name, `m` map, `u` humans/max-minus-bots, `g` game type, `b` bots, `p` password...
-    fn emit_short(&mut self, sink: &mut dyn Sink, p: &[Pair]) {
+    fn emit_short(&mut self, sink: &mut dyn Sink, p: &[Pair<'_>]) {
         let name = msg::get(p, "n").unwrap_or("");
         sink.server(keys::NAME, Value::Str(name));
         if let Some(m) = msg::get(p, "m") {
@@ -412,6 +416,57 @@ impl ServerQuery {
             sink.raw(&format!("short_{k}"), Value::Str(v));
         }
         sink.finish();
+    }
+}
+
+/// The well-known keys of one info string, found in a single pass (the first occurrence wins, as
+/// `Info_ValueForKey` finds it).
+#[derive(Default)]
+struct Known<'a> {
+    hostname: Option<&'a str>,
+    sv_hostname: Option<&'a str>,
+    mapname: Option<&'a str>,
+    gametype: Option<&'a str>,
+    g_gametype: Option<&'a str>,
+    clients: Option<&'a str>,
+    sv_maxclients: Option<&'a str>,
+    sv_private_clients: Option<&'a str>,
+    g_humanplayers: Option<&'a str>,
+    bots: Option<&'a str>,
+    g_needpass: Option<&'a str>,
+    version: Option<&'a str>,
+    protocol: Option<&'a str>,
+    com_protocol: Option<&'a str>,
+    gamename: Option<&'a str>,
+}
+
+impl<'a> Known<'a> {
+    fn scan(pairs: &'a [Pair<'_>]) -> Known<'a> {
+        let mut k = Known::default();
+        for (key, v) in pairs {
+            let slot = match key.as_ref() {
+                "hostname" => &mut k.hostname,
+                "sv_hostname" => &mut k.sv_hostname,
+                "mapname" => &mut k.mapname,
+                "gametype" => &mut k.gametype,
+                "g_gametype" => &mut k.g_gametype,
+                "clients" => &mut k.clients,
+                "sv_maxclients" => &mut k.sv_maxclients,
+                "sv_privateClients" => &mut k.sv_private_clients,
+                "g_humanplayers" => &mut k.g_humanplayers,
+                "bots" => &mut k.bots,
+                "g_needpass" => &mut k.g_needpass,
+                "version" => &mut k.version,
+                "protocol" => &mut k.protocol,
+                "com_protocol" => &mut k.com_protocol,
+                "gamename" => &mut k.gamename,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(v.as_ref());
+            }
+        }
+        k
     }
 }
 
@@ -474,7 +529,7 @@ impl MasterQuery {
         let mut q = MasterQuery {
             target,
             request: msg::getservers(ext, game, proto, &filters),
-            config: config.clone(),
+            config: config.without_params(),
             eot_grace_ms,
             attempt: 0,
             deadline: None,

@@ -6,6 +6,7 @@
 
 use query_wire::text::{atoi, utf8_or_latin1};
 use query_wire::{DecodeError, DecodeResult, Reader};
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Out-of-band prefix of every message.
@@ -97,56 +98,107 @@ pub fn classify(data: &[u8]) -> Option<Reply<'_>> {
     None
 }
 
-/// One key/value pair of an info string.
-pub type Pair = (String, String);
+/// One key/value pair of an info string, borrowed from the datagram when it is UTF-8.
+pub type Pair<'a> = (Cow<'a, str>, Cow<'a, str>);
 
-/// Parses an info string `\key\value\key\value...` (ioq3 `Info_NextPair`): the leading `\` is optional, a key
-/// without a value gets "", empty keys are skipped, text is UTF-8 or else Latin-1.
-pub fn parse_infostring(b: &[u8]) -> Vec<Pair> {
+/// The key/value pairs of an info string `\\key\\value\\key\\value...` (ioq3 `Info_NextPair`): the leading `\\`
+/// is optional, a key without a value gets "", empty keys are skipped. Generic over `&str` and `&[u8]` splitting.
+fn pairs_of<'a, T: Copy + 'a>(
+    mut parts: impl Iterator<Item = T> + 'a,
+    is_empty: impl Fn(T) -> bool + 'a,
+    nothing: T,
+) -> impl Iterator<Item = (T, T)> + 'a {
+    std::iter::from_fn(move || loop {
+        let k = parts.next()?;
+        let v = parts.next().unwrap_or(nothing);
+        if !is_empty(k) {
+            return Some((k, v));
+        }
+    })
+    .take(MAX_PAIRS)
+}
+
+/// The raw key/value pairs of an info string, without decoding (see [`parse_infostring`]).
+pub fn raw_pairs(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     let b = b.strip_prefix(b"\\").unwrap_or(b);
-    let mut out = Vec::new();
-    if b.is_empty() {
-        return out;
-    }
-    let mut parts = b.split(|&c| c == b'\\');
-    while let Some(k) = parts.next() {
-        let v = parts.next().unwrap_or(&[]);
-        if k.is_empty() {
-            continue;
+    let parts = b.split(|&c| c == b'\\').take(if b.is_empty() { 0 } else { usize::MAX });
+    pairs_of(parts, <[u8]>::is_empty, &[][..])
+}
+
+fn str_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    let s = s.strip_prefix('\\').unwrap_or(s);
+    // Split at the ASCII backslashes found by a plain byte loop; `str::get` at those positions is O(1) (they are
+    // always character boundaries), so the text is validated once, by the caller, not per field.
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut finished = s.is_empty();
+    let parts = std::iter::from_fn(move || {
+        if finished {
+            return None;
         }
-        if out.len() >= MAX_PAIRS {
-            break;
+        let end = bytes.get(start..)?.iter().position(|&c| c == b'\\').map_or(bytes.len(), |n| start + n);
+        let field = s.get(start..end).unwrap_or("");
+        if end >= bytes.len() {
+            finished = true;
         }
-        out.push((utf8_or_latin1(k).into_owned(), utf8_or_latin1(v).into_owned()));
+        start = end + 1;
+        Some(field)
+    });
+    pairs_of(parts, str::is_empty, "")
+}
+
+/// The raw value of `key` in an info string, without decoding the rest.
+pub fn raw_get<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    match std::str::from_utf8(b) {
+        Ok(s) => str_pairs(s).find(|(k, _)| k.as_bytes() == key).map(|(_, v)| v.as_bytes()),
+        Err(_) => raw_pairs(b).find(|(k, _)| *k == key).map(|(_, v)| v),
     }
-    out
+}
+
+/// Parses an info string `\\key\\value\\key\\value...` (ioq3 `Info_NextPair`) into pairs: the leading `\\` is
+/// optional, a key without a value gets "", empty keys are skipped. Text is borrowed when the string is UTF-8 (checked
+/// once for the whole string), else decoded as Latin-1.
+pub fn parse_infostring(b: &[u8]) -> Vec<Pair<'_>> {
+    match std::str::from_utf8(b) {
+        Ok(s) => {
+            let mut v = Vec::with_capacity(64);
+            v.extend(str_pairs(s).map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))));
+            v
+        }
+        Err(_) => raw_pairs(b).map(|(k, v)| (utf8_or_latin1(k), utf8_or_latin1(v))).collect(),
+    }
 }
 
 /// The value of `key` in `pairs` (the first one, as `Info_ValueForKey` finds it).
-pub fn get<'a>(pairs: &'a [Pair], key: &str) -> Option<&'a str> {
-    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+pub fn get<'a>(pairs: &'a [Pair<'_>], key: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
 }
 
 /// One line of a status reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatusPlayer {
+pub struct StatusPlayer<'a> {
     /// Score (frags).
     pub score: i64,
     /// Ping in ms (bots: 0 on ioq3).
     pub ping: i64,
     /// Name with colour codes.
-    pub name: String,
+    pub name: Cow<'a, str>,
     /// Warsow's fourth column: team number.
     pub team: Option<i64>,
 }
 
-/// Splits a status reply body into the info string and the player lines; returns the pairs, the players, and how
-/// many lines could not be read (skipped, like every browser does).
-pub fn parse_status(body: &[u8]) -> (Vec<Pair>, Vec<StatusPlayer>, usize) {
-    let (info, lines) = match body.iter().position(|&c| c == b'\n') {
+/// Splits a status reply body into its info string and its player lines.
+pub fn split_status(body: &[u8]) -> (&[u8], &[u8]) {
+    match body.iter().position(|&c| c == b'\n') {
         Some(n) => (body.get(..n).unwrap_or(&[]), body.get(n + 1..).unwrap_or(&[])),
         None => (body, &[][..]),
-    };
+    }
+}
+
+/// Parses a status reply body: the pairs, the players, and how many lines could not be read (skipped, like every
+/// browser does).
+pub fn parse_status(body: &[u8]) -> (Vec<Pair<'_>>, Vec<StatusPlayer<'_>>, usize) {
+    let (info, lines) = split_status(body);
     let pairs = parse_infostring(info);
     let mut players = Vec::new();
     let mut bad = 0;
@@ -169,7 +221,7 @@ pub fn parse_status(body: &[u8]) -> (Vec<Pair>, Vec<StatusPlayer>, usize) {
 
 /// `score ping "name"` (ioq3) or `frags ping "name" team` (Warsow). The name is quoted but not escaped: it runs to
 /// the last quote of the line.
-pub fn parse_player_line(line: &[u8]) -> Option<StatusPlayer> {
+pub fn parse_player_line(line: &[u8]) -> Option<StatusPlayer<'_>> {
     let mut words = line.splitn(3, |&c| c == b' ');
     let score = words.next()?;
     let ping = words.next()?;
@@ -193,7 +245,7 @@ pub fn parse_player_line(line: &[u8]) -> Option<StatusPlayer> {
     } else {
         return None;
     };
-    Some(StatusPlayer { score: atoi(score), ping: atoi(ping), name: utf8_or_latin1(name).into_owned(), team })
+    Some(StatusPlayer { score: atoi(score), ping: atoi(ping), name: utf8_or_latin1(name), team })
 }
 
 fn is_int(b: &[u8]) -> bool {
@@ -203,7 +255,7 @@ fn is_int(b: &[u8]) -> bool {
 
 /// Parses Warsow's short info `\\n\\<name>\\m\\<map>\\u\\<humans>/<max>\\...EOT`: pairs separated by double
 /// backslashes, values space-padded (trimmed here).
-pub fn parse_short_info(body: &[u8]) -> DecodeResult<Vec<Pair>> {
+pub fn parse_short_info(body: &[u8]) -> DecodeResult<Vec<Pair<'_>>> {
     let mut parts: Vec<&[u8]> = Vec::new();
     let mut rest = body;
     while let Some(i) = rest.windows(2).position(|w| w == b"\\\\") {
@@ -227,7 +279,7 @@ pub fn parse_short_info(body: &[u8]) -> DecodeResult<Vec<Pair>> {
         .chunks(2)
         .take(MAX_PAIRS)
         .filter_map(|kv| match kv {
-            [k, v] => Some((utf8_or_latin1(k.trim_ascii()).into_owned(), utf8_or_latin1(v.trim_ascii()).into_owned())),
+            [k, v] => Some((utf8_or_latin1(k.trim_ascii()), utf8_or_latin1(v.trim_ascii()))),
             _ => None,
         })
         .collect())
@@ -369,7 +421,9 @@ mod tests {
     #[test]
     fn infostrings() {
         let p = parse_infostring(b"\\a\\1\\b\\\\c");
-        assert_eq!(p, vec![("a".into(), "1".into()), ("b".into(), "".into()), ("c".into(), "".into())]);
+        let want: Vec<Pair<'_>> = vec![("a".into(), "1".into()), ("b".into(), "".into()), ("c".into(), "".into())];
+        assert_eq!(p, want);
+        assert_eq!(raw_get(b"\\x\\1\\challenge\\abc", b"challenge"), Some(&b"abc"[..]));
         assert_eq!(parse_infostring(b""), vec![]);
         assert_eq!(parse_infostring(b"\\\\\\"), vec![]);
         assert_eq!(get(&parse_infostring(b"k\\v"), "k"), Some("v"));
@@ -378,9 +432,9 @@ mod tests {
     #[test]
     fn player_lines() {
         let p = parse_player_line(b"2 0 \"Kyonshi\"").unwrap();
-        assert_eq!((p.score, p.ping, p.name.as_str(), p.team), (2, 0, "Kyonshi", None));
+        assert_eq!((p.score, p.ping, p.name.as_ref(), p.team), (2, 0, "Kyonshi", None));
         let p = parse_player_line(b"-3 48 \"a \"quoted\" ^1name\" 2").unwrap();
-        assert_eq!((p.score, p.name.as_str(), p.team), (-3, "a \"quoted\" ^1name", Some(2)));
+        assert_eq!((p.score, p.name.as_ref(), p.team), (-3, "a \"quoted\" ^1name", Some(2)));
         assert!(parse_player_line(b"x 0 \"n\"").is_none());
         assert!(parse_player_line(b"1 2 \"unterminated").is_none());
         assert!(parse_player_line(b"1 2 \"n\" team").is_none());
