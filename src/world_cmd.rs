@@ -259,10 +259,8 @@ mod tests {
 
     #[test]
     fn unreachable_server() {
-        // A port nobody listens on: connection refused.
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        drop(l);
+        // Port 1 (tcpmux): nobody listens there, connection refused.
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let e = fetch(addr, None, Duration::from_secs(5)).unwrap_err();
         assert_eq!(e.code, exit::CONNECT, "{e}");
     }

@@ -7,3 +7,4 @@ mod support;
 
 mod captures;
 mod harness;
+mod world;

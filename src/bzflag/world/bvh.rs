@@ -97,6 +97,11 @@ impl Bvh {
         self.nodes.len()
     }
 
+    /// Heap memory held, in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.order.capacity() * 4
+    }
+
     /// Visits the primitives whose bounds the segment `o + t·d`, `t ∈ [0, tmax]`, may meet, nearest boxes
     /// first. `visit(prim, t_best)` returns a new, smaller `t_best` when it found a hit there; boxes beyond
     /// `t_best` are skipped.

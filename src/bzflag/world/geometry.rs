@@ -80,13 +80,20 @@ impl Aabb {
     /// misses.
     #[inline]
     pub fn ray(&self, o: Vec3, inv_d: Vec3, t0: f32, t1: f32) -> Option<(f32, f32)> {
-        let a = (self.min - o) * inv_d;
-        let b = (self.max - o) * inv_d;
-        // NaN (0 · inf, a ray in the slab's plane) must not reject: min/max ignore NaN operands.
-        let lo = a.min(b);
-        let hi = a.max(b);
-        let tmin = lo.max_element().max(t0);
-        let tmax = hi.min_element().min(t1);
+        let (mut tmin, mut tmax) = (t0, t1);
+        for k in 0..3 {
+            if inv_d[k].is_infinite() {
+                // Parallel to this slab: inside it or a miss (0 · ∞ would be NaN on its boundary).
+                if o[k] < self.min[k] || o[k] > self.max[k] {
+                    return None;
+                }
+                continue;
+            }
+            let a = (self.min[k] - o[k]) * inv_d[k];
+            let b = (self.max[k] - o[k]) * inv_d[k];
+            tmin = tmin.max(a.min(b));
+            tmax = tmax.min(a.max(b));
+        }
         (tmin <= tmax).then_some((tmin, tmax))
     }
 }
@@ -460,6 +467,15 @@ pub fn face_overlaps_obb(verts: &[Vec3], plane: &Plane, b: &Obb) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aabb_rays_on_a_slab_boundary_still_hit() {
+        let b = Aabb { min: Vec3::new(0.0, -55.0, 0.0), max: Vec3::new(1.0, -45.0, 10.0) };
+        let d = Vec3::new(0.0, 0.0, -20.0);
+        assert_eq!(b.ray(Vec3::new(0.5, -55.0, 15.0), d.recip(), 0.0, 1.0), Some((0.25, 0.75)));
+        assert_eq!(b.ray(Vec3::new(0.5, -55.1, 15.0), d.recip(), 0.0, 1.0), None);
+        assert_eq!(b.ray(Vec3::new(1.0, -45.0, 15.0), d.recip(), 0.0, 1.0), Some((0.25, 0.75)));
+    }
 
     #[test]
     fn box_ray_hits_and_normals() {

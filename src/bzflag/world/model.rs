@@ -150,6 +150,9 @@ pub struct ModelObstacle {
     pub bounds: Aabb,
     /// Collision geometry.
     pub geometry: Geometry,
+    /// Meshes: the inside/outside check points that tell whether a point is in the solid (see
+    /// [`WorldModel::mesh_contains`]).
+    pub checks: Vec<MeshCheck>,
 }
 
 /// An outer wall: a half-space for tanks (the client ignores its breadth and height), an infinite plane for
@@ -258,6 +261,8 @@ pub(crate) enum PrimKind {
     Solid,
     Face,
     Field,
+    /// A whole mesh with check points (index into `obstacles`), for the tank-inside-a-mesh test.
+    Body,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -358,6 +363,30 @@ impl WorldModel {
     /// Number of primitives in the spatial index.
     pub fn primitive_count(&self) -> usize {
         self.prims.len()
+    }
+
+    /// Approximate heap memory held by the model (vector capacities and strings), in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        fn v<T>(x: &Vec<T>) -> usize {
+            x.capacity() * std::mem::size_of::<T>()
+        }
+        let strings: usize =
+            self.obstacles.iter().map(|o| o.path.capacity() + o.name.as_ref().map_or(0, String::capacity)).sum();
+        let checks: usize = self.obstacles.iter().map(|o| v(&o.checks)).sum();
+        let links: usize = self.links.faces.iter().map(|f| v(&f.targets)).sum::<usize>() + v(&self.links.faces);
+        v(&self.obstacles)
+            + strings
+            + checks
+            + v(&self.walls)
+            + v(&self.solids)
+            + v(&self.faces)
+            + v(&self.face_vertices)
+            + v(&self.edge_planes)
+            + v(&self.teleporters)
+            + links
+            + v(&self.bases)
+            + v(&self.prims)
+            + self.bvh.heap_bytes()
     }
 }
 
@@ -620,6 +649,7 @@ impl<'a> Expander<'a> {
                 name: None,
                 bounds,
                 geometry: Geometry::Wall(self.m.walls.len() as u32),
+                checks: Vec::new(),
             })?;
             self.m.walls.push(WallModel {
                 obstacle: ObstacleId(id),
@@ -673,6 +703,7 @@ impl<'a> Expander<'a> {
                 name: None,
                 bounds: shape.aabb(),
                 geometry: Geometry::Solid(solid),
+                checks: Vec::new(),
             })?;
             self.push_solid(id, shape, passable);
             if let Some(team) = team {
@@ -710,6 +741,7 @@ impl<'a> Expander<'a> {
                 name: Some(name.clone()),
                 bounds: old_style_bounds(o.pos, o.angle, sx, frame.y, frame.z),
                 geometry: Geometry::None, // set once the teleporters are sorted
+                checks: Vec::new(),
             })?;
             self.teles.push(PendingTele {
                 obstacle: id,
@@ -761,7 +793,12 @@ impl<'a> Expander<'a> {
                     })
                     .collect()
             };
-            self.add_mesh(ObstacleKind::Mesh, path, mesh_pass.or(mods.pass), &verts, faces, inverted)?;
+            let checks = if visual {
+                Vec::new()
+            } else {
+                mesh.checks.iter().map(|c| MeshCheck { kind: c.kind, point: xf.point(c.point) }).collect()
+            };
+            self.add_mesh(ObstacleKind::Mesh, path, mesh_pass.or(mods.pass), &verts, faces, inverted, checks)?;
         }
 
         // Arcs, cones, spheres and tetras become meshes.
@@ -775,7 +812,7 @@ impl<'a> Expander<'a> {
         for (kind, own, shape) in shapes {
             let own = self.xform(own);
             let total = if copy { own.then(xf) } else { own };
-            let Some(Shape { vertices, faces, phydrv, passable, clamped }) = shape else {
+            let Some(Shape { vertices, faces, checks, phydrv, passable, clamped }) = shape else {
                 self.push_obstacle(ModelObstacle {
                     kind,
                     path: path.to_string(),
@@ -788,6 +825,7 @@ impl<'a> Expander<'a> {
                     name: None,
                     bounds: Aabb::EMPTY,
                     geometry: Geometry::None,
+                    checks: Vec::new(),
                 })?;
                 continue;
             };
@@ -802,11 +840,13 @@ impl<'a> Expander<'a> {
             }
             let driver = mods.phydrv(phydrv);
             let faces = faces.into_iter().map(|f| (f, pass, driver)).collect();
-            self.add_mesh(kind, path, pass, &verts, faces, total.is_inverted())?;
+            let checks = checks.iter().map(|c| MeshCheck { kind: c.kind, point: total.point(c.point) }).collect();
+            self.add_mesh(kind, path, pass, &verts, faces, total.is_inverted(), checks)?;
         }
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn add_mesh(
         &mut self,
         kind: ObstacleKind,
@@ -815,6 +855,7 @@ impl<'a> Expander<'a> {
         verts: &[Vec3],
         faces: Vec<(Vec<u32>, Passability, i32)>,
         inverted: bool,
+        checks: Vec<MeshCheck>,
     ) -> Result<(), ModelError> {
         let id = self.m.obstacles.len() as u32;
         let first = self.m.faces.len() as u32;
@@ -874,6 +915,7 @@ impl<'a> Expander<'a> {
             name: None,
             bounds,
             geometry: Geometry::Faces(first..last),
+            checks,
         })?;
         Ok(())
     }
@@ -948,6 +990,12 @@ impl<'a> Expander<'a> {
         for (i, f) in m.faces.iter().enumerate() {
             m.prims.push(Prim { kind: PrimKind::Face, pass: f.passable.bits(), index: i as u32 });
             bounds.push(f.bounds);
+        }
+        for (i, o) in m.obstacles.iter().enumerate() {
+            if !o.checks.is_empty() && matches!(o.geometry, Geometry::Faces(ref r) if r.start < r.end) {
+                m.prims.push(Prim { kind: PrimKind::Body, pass: o.passable.bits(), index: i as u32 });
+                bounds.push(o.bounds);
+            }
         }
         for (i, t) in m.teleporters.iter().enumerate() {
             let b = t.field.aabb();

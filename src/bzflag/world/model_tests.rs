@@ -109,6 +109,17 @@ fn custom_capture_model() {
     let g = m.ground(Vec3::new(20.0, -40.0, 10.0));
     assert!((g.height - 4.0).abs() < 1e-5 && g.phydrv == Some(0), "{g:?}");
     assert_eq!(kind_of(&m, g.obstacle.unwrap()), ObstacleKind::Arc);
+    // A tank wholly inside it touches no face; the mesh's inside check point says it is in the solid.
+    let inside = TankBox::new(Vec3::new(20.0, -40.0, 0.0), 10f32.to_radians());
+    assert_eq!(m.tank_collides(&inside).map(|id| kind_of(&m, id)), Some(ObstacleKind::Arc));
+    assert!(m.mesh_contains(g.obstacle.unwrap(), Vec3::new(21.0, -41.0, 3.0)));
+    assert!(!m.mesh_contains(g.obstacle.unwrap(), Vec3::new(21.0, -41.0, 5.0)));
+    // The ring arc at (60, −60) (outer radius 10, inner 5, 270° from 0°) is judged by its outside points.
+    let ring = m.ground(Vec3::new(60.0, -52.0, 10.0)).obstacle.unwrap();
+    assert_eq!(kind_of(&m, ring), ObstacleKind::Arc);
+    assert!(m.mesh_contains(ring, Vec3::new(60.0, -52.0, 2.0)));
+    assert!(!m.mesh_contains(ring, Vec3::new(60.0, -60.0, 2.0)), "the hole");
+    assert!(!m.mesh_contains(ring, Vec3::new(67.0, -67.0, 2.0)), "the missing quarter");
     // Its sides are the 10°-rotated square of half-size 4: along its local x axis the side is 4 from the centre.
     let ax = Vec3::new(10f32.to_radians().cos(), 10f32.to_radians().sin(), 0.0);
     let c = Vec3::new(20.0, -40.0, 2.0);

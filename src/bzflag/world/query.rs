@@ -175,6 +175,7 @@ impl WorldModel {
                     });
                     Some(t)
                 }
+                PrimKind::Body => None,
                 PrimKind::Field => {
                     let tp = self.teleporters.get(prim.index as usize)?;
                     let h = tp.field.ray(a, d, tbest)?;
@@ -257,9 +258,41 @@ impl WorldModel {
                     }
                     _ => false,
                 },
+                PrimKind::Body => {
+                    let mid = tank.pos + Vec3::new(0.0, 0.0, 0.5 * tank.height);
+                    let id = ObstacleId(prim.index);
+                    self.mesh_contains(id, mid) && hit(id)
+                }
                 PrimKind::Field => false,
             }
         });
+    }
+
+    /// `MeshObstacle::containsPoint`: whether `p` is inside a mesh, judged with the mesh's check points (an
+    /// inside point that `p` sees without crossing a face makes it inside; an outside point from which a face
+    /// hides `p`, for every outside point, makes it inside). Meshes without check points contain nothing.
+    pub fn mesh_contains(&self, id: ObstacleId, p: Vec3) -> bool {
+        let Some(o) = self.obstacle(id) else { return false };
+        let faces = self.obstacle_faces(id);
+        let blocked = |from: Vec3, to: Vec3| {
+            let d = to - from;
+            let len = d.length();
+            faces.iter().any(|f| face_ray(&f.plane, self.face_edges(f), from, d, len, 1.0).is_some_and(|t| t > 0.0))
+        };
+        let mut outsides = false;
+        for c in &o.checks {
+            match c.kind {
+                0 if !blocked(p, c.point) => return true,
+                1 => {
+                    outsides = true;
+                    if !blocked(c.point, p) {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        outsides
     }
 
     /// The surface a tank at `p` would stand on: the highest roof, slope or mesh face at or below `p` (not
@@ -298,7 +331,7 @@ impl WorldModel {
                     };
                     Some(t)
                 }
-                PrimKind::Field => None,
+                PrimKind::Field | PrimKind::Body => None,
             }
         });
         g

@@ -11,7 +11,10 @@ use std::f32::consts::PI;
 
 use glam::Vec3;
 
-use super::types::{arc_state, sphere_state, Arc, Cone, Sphere, Tetra};
+use super::types::{arc_state, sphere_state, Arc, Cone, MeshCheck, Sphere, Tetra};
+
+const INSIDE: u8 = 0;
+const OUTSIDE: u8 = 1;
 
 /// Largest `divisions` used for arcs and cones (larger values are clamped).
 pub const MAX_RING_DIVISIONS: i32 = 1024;
@@ -27,6 +30,8 @@ pub struct Shape {
     pub vertices: Vec<Vec3>,
     /// Faces as vertex index lists (counter-clockwise seen from outside).
     pub faces: Vec<Vec<u32>>,
+    /// The inside/outside check points the client uses to tell whether a point is in the solid.
+    pub checks: Vec<MeshCheck>,
     /// Physics driver of every face (`-1`: none).
     pub phydrv: i32,
     /// Drive through, shoot through, ricochet.
@@ -97,7 +102,14 @@ pub fn arc(a: &Arc) -> Option<Shape> {
     };
     let steps = if is_circle { d } else { d + 1 };
     if inrad < MIN_SIZE {
-        // Pie: two vertices per step, then the bottom and top centres.
+        // Pie: one inside check point, two vertices per step, then the bottom and top centres.
+        let mid = if is_circle {
+            Vec3::new(p.x, p.y, 0.0)
+        } else {
+            let (sn, cs) = (r + 0.5 * ang).sin_cos();
+            Vec3::new(p.x + cs * outrad * 0.5, p.y + sn * outrad * 0.5 * squish, 0.0)
+        };
+        s.checks.push(MeshCheck { kind: INSIDE, point: Vec3::new(mid.x, mid.y, p.z + 0.5 * a.size.z.abs()) });
         for i in 0..steps {
             let (sn, cs) = (r + astep * i as f32).sin_cos();
             let v = Vec3::new(p.x + cs * outrad, p.y + sn * outrad * squish, p.z);
@@ -120,7 +132,21 @@ pub fn arc(a: &Arc) -> Option<Shape> {
             s.faces.push(vec![e, vbot, vtop, e + 1]);
         }
     } else {
-        // Ring: inner bottom, inner top, outer bottom, outer top per step.
+        // Ring: six outside check points (below, above, east, west, north, south), then inner bottom, inner
+        // top, outer bottom, outer top per step.
+        let (below, above) = (Vec3::new(p.x, p.y, p.z - h), Vec3::new(p.x, p.y, p.z + 2.0 * h));
+        let (first, second) = if p.z > 0.0 { (below, above) } else { (above, below) };
+        let mz = p.z + 0.5 * h;
+        for point in [
+            first,
+            second,
+            Vec3::new(p.x + outrad * 2.0, p.y, mz),
+            Vec3::new(p.x - outrad * 2.0, p.y, mz),
+            Vec3::new(p.x, p.y + outrad * squish * 2.0, mz),
+            Vec3::new(p.x, p.y - outrad * squish * 2.0, mz),
+        ] {
+            s.checks.push(MeshCheck { kind: OUTSIDE, point });
+        }
         for i in 0..steps {
             let (sn, cs) = (r + astep * i as f32).sin_cos();
             for rad in [inrad, outrad] {
@@ -167,6 +193,13 @@ pub fn cone(c: &Cone) -> Option<Shape> {
         clamped,
         ..Shape::default()
     };
+    let check = if is_circle {
+        Vec3::new(p.x, p.y, p.z + 0.5 * sz.z)
+    } else {
+        let (sn, cs) = (r + 0.5 * ang).sin_cos();
+        Vec3::new(p.x + cs * sz.x * 0.25, p.y + sn * sz.y * 0.25, p.z + 0.5 * sz.z)
+    };
+    s.checks.push(MeshCheck { kind: INSIDE, point: check });
     let vlen = if is_circle { d } else { d + 1 };
     for i in 0..vlen {
         let (sn, cs) = (r + astep * i as f32).sin_cos();
@@ -218,6 +251,8 @@ pub fn sphere(sp: &Sphere) -> Option<Shape> {
     };
     // Layout: top pole, rings 0..d (ring i has 4(i+1) vertices; ring d-1 is the equator), then (full sphere)
     // the bottom pole and the mirrored rings 0..d-1.
+    let check = if hemi { p + Vec3::new(0.0, 0.0, 0.5 * sp.size.z.abs()) } else { p };
+    s.checks.push(MeshCheck { kind: INSIDE, point: check });
     let top_pole = 0u32;
     s.vertices.push(p + Vec3::new(0.0, 0.0, sz.z));
     let mut ring_start = Vec::with_capacity(d as usize);
@@ -291,6 +326,7 @@ pub fn tetra(t: &Tetra) -> Shape {
     Shape {
         vertices: v.to_vec(),
         faces: vec![vec![0, 2, 1], vec![0, 1, 3], vec![1, 2, 3], vec![2, 0, 3]],
+        checks: vec![MeshCheck { kind: INSIDE, point: v.iter().copied().sum::<Vec3>() * 0.25 }],
         phydrv: -1,
         passable: (
             t.state & super::types::tetra_state::DRIVE_THROUGH != 0,
