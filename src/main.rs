@@ -1,6 +1,6 @@
 //! The `bzhead` command line. See `bzhead --help`.
 
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -90,6 +90,12 @@ struct ObserveArgs {
     /// World cache directory (default: $BZHEAD_CACHE_DIR, else $XDG_CACHE_HOME/bzhead/worlds).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// Seconds allowed from connect to the server's hello.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    hello_timeout: f64,
+    /// Seconds allowed from the hello to being accepted (world download included).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    join_timeout: f64,
 }
 
 #[derive(Subcommand)]
@@ -164,6 +170,11 @@ fn has_port(s: &str) -> bool {
     s.matches(':').count() == 1 && s.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok())
 }
 
+/// Seconds from the command line as a duration (negative, NaN or huge values are clamped).
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 86_400.0) } else { 86_400.0 })
+}
+
 fn world_cache(no_cache: bool, dir: Option<PathBuf>) -> Option<WorldCache> {
     if no_cache {
         return None;
@@ -193,6 +204,8 @@ fn observe(a: ObserveArgs) -> u8 {
         player_type: PlayerType::Tank,
         udp: !a.no_udp,
         full_join: !a.no_world,
+        hello_timeout: secs(a.hello_timeout),
+        join_timeout: secs(a.join_timeout),
         ..SessionConfig::default()
     };
     let mut reactor = match Reactor::new() {
@@ -229,7 +242,6 @@ fn observe(a: ObserveArgs) -> u8 {
 
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let interactive = io::stdout().is_terminal();
     let mut exit_code = exit::PROTOCOL;
     let mut left = false;
     let mut print = |out: &mut io::BufWriter<io::StdoutLock<'_>>, at: Instant, ev: &Event| {
@@ -262,10 +274,13 @@ fn observe(a: ObserveArgs) -> u8 {
             reactor.leave(id);
             left = true;
         }
+        let mut printed = false;
         while let Some((_, at, ev)) = reactor.poll_event() {
             print(&mut out, at, &ev);
+            printed = true;
         }
-        if interactive || reactor.is_done(id) {
+        // One write per turn: lines reach a pipe (or a terminal) as they happen.
+        if printed {
             let _ = out.flush();
         }
         if reactor.is_done(id) {

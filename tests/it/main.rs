@@ -7,4 +7,5 @@ mod support;
 
 mod captures;
 mod harness;
+mod observe;
 mod world;
