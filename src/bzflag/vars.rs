@@ -620,7 +620,7 @@ const STOCK: &[(&str, &str)] = &[
 mod tests {
     use super::*;
 
-    const CAPTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/01-ctf-setvars.txt");
+    const CAPTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/01-ctf-setvars.txt");
 
     fn captured() -> VarStore {
         let text = std::fs::read_to_string(CAPTURE).unwrap();

@@ -5,7 +5,7 @@ use crate::bzflag::consts::code;
 use crate::bzflag::msg::{GameSettings, QueryGameInfo, TeamInfo};
 
 const CAPTURED_WORLD: &[u8] =
-    include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/02-custom-world.bin"));
+    include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/02-custom-world.bin"));
 
 struct Drive {
     s: Session,

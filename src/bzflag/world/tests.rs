@@ -6,7 +6,7 @@ use crate::wire::{DecodeErrorKind, Writer};
 use glam::Vec3;
 use serde_json::{json, Value};
 
-const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/");
+const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/");
 
 fn capture(name: &str) -> Vec<u8> {
     let path = format!("{CAPTURES}{name}");

@@ -92,7 +92,7 @@ pub fn run_bzfquery(addr: std::net::SocketAddr) -> String {
 /// The directory holding the vendored BZFlag loopback captures (`*.pcap` + decoded `*.txt` listings), copied
 /// from the project's shared capture set; see its `README.md`.
 pub fn captures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/data/bzflag")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/bzflag")
 }
 
 /// `captures_dir()/name`.
