@@ -196,12 +196,14 @@ pub fn text_line(e: &Event) -> String {
                 other => format!("*** '{v}' died ({other})."),
             }
         }
-        Event::Teleport { player: p, from, to } => format!("--- player {p} teleported ({from} -> {to})"),
-        Event::Pause { player: p, paused } => {
-            format!("*** player {p}: {}.", if *paused { "paused" } else { "resumed" })
+        Event::Teleport { callsign, from, to, .. } => {
+            format!("--- '{}' teleported ({from} -> {to})", strip_control(callsign))
         }
-        Event::AutoPilot { player: p, on } => {
-            format!("*** player {p}: autopilot {}.", if *on { "on" } else { "off" })
+        Event::Pause { callsign, paused, .. } => {
+            format!("*** '{}': {}.", strip_control(callsign), if *paused { "paused" } else { "resumed" })
+        }
+        Event::AutoPilot { callsign, on, .. } => {
+            format!("*** '{}': autopilot {}.", strip_control(callsign), if *on { "on" } else { "off" })
         }
         Event::Update(u) => format!(
             "--- update #{} order {} status 0x{:04x} at {} azimuth {:.2}",

@@ -248,6 +248,8 @@ pub enum Event {
     Teleport {
         /// Player.
         player: u8,
+        /// Their callsign.
+        callsign: String,
         /// From face.
         from: u16,
         /// To face.
@@ -257,6 +259,8 @@ pub enum Event {
     Pause {
         /// Player.
         player: u8,
+        /// Their callsign.
+        callsign: String,
         /// Paused.
         paused: bool,
     },
@@ -264,6 +268,8 @@ pub enum Event {
     AutoPilot {
         /// Player.
         player: u8,
+        /// Their callsign.
+        callsign: String,
         /// On.
         on: bool,
     },

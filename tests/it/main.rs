@@ -6,6 +6,7 @@
 mod support;
 
 mod captures;
+mod engine_captures;
 mod harness;
 mod observe;
 mod world;

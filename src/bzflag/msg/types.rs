@@ -158,12 +158,17 @@ const SMALL_MAX_ANGVEL: f32 = 0.001 * SMALL_SCALE;
 
 fn pack_small(v: f32, max: f32) -> i16 {
     // The official packer converts with a C cast, i.e. truncation toward zero; clamp first so that
-    // out-of-range values cannot wrap.
+    // out-of-range values cannot wrap. A value within a thousandth of a step of a whole step (one that came
+    // from unpacking) packs to that step, so that decoding and re-encoding gives the same bytes.
     let scaled = (v * SMALL_SCALE / max).clamp(-32767.0, 32767.0);
-    if scaled.is_finite() {
-        scaled as i16
+    if !scaled.is_finite() {
+        return 0;
+    }
+    let nearest = scaled.round();
+    if (scaled - nearest).abs() < 1e-3 {
+        nearest as i16
     } else {
-        0
+        scaled as i16
     }
 }
 

@@ -965,14 +965,19 @@ impl Session {
                     phydrv,
                 });
             }
-            M::Teleport { player, from, to } => self.events.push_back(Event::Teleport { player, from, to }),
+            M::Teleport { player, from, to } => {
+                let callsign = self.game.name_of(player);
+                self.events.push_back(Event::Teleport { player, callsign, from, to });
+            }
             M::Pause { player, paused } => {
                 self.game.player_mut(player).paused = paused;
-                self.events.push_back(Event::Pause { player, paused });
+                let callsign = self.game.name_of(player);
+                self.events.push_back(Event::Pause { player, callsign, paused });
             }
             M::AutoPilot { player, on } => {
                 self.game.player_mut(player).autopilot = on;
-                self.events.push_back(Event::AutoPilot { player, on });
+                let callsign = self.game.name_of(player);
+                self.events.push_back(Event::AutoPilot { player, callsign, on });
             }
             M::PlayerUpdate(u) => {
                 let accepted = match self.game.players.get_mut(&u.id) {
