@@ -110,21 +110,28 @@ impl FlagState {
         }
     }
 
-    /// Position at local time `now`, following a flight (see [`super::flight`]).
+    /// The flight of this flag, if it is flying (in the air, coming or going).
+    pub fn flight(&self) -> Option<super::flight::FlagFlight> {
+        let kind = super::flight::FlightKind::from_status(self.info.status.to_u16())?;
+        Some(super::flight::FlagFlight {
+            kind,
+            position: self.info.position.into(),
+            launch: self.info.launch.into(),
+            landing: self.info.landing.into(),
+            flight_time: self.info.flight_time,
+            flight_end: self.info.flight_end,
+            initial_velocity: self.info.initial_velocity,
+        })
+    }
+
+    /// Position at local time `now`, following a flight (see [`super::flight`]); `gravity` is `_gravity`.
     pub fn position_at(&self, now: Instant, gravity: f32) -> [f32; 3] {
-        let dt = now.saturating_duration_since(self.received).as_secs_f32();
-        match self.info.status {
-            FlagStatus::InAir | FlagStatus::Coming | FlagStatus::Going if self.info.flight_end > 0.0 => {
-                let t = (self.info.flight_time + dt).min(self.info.flight_end);
-                let f = t / self.info.flight_end;
-                let (a, b) = (self.info.launch, self.info.landing);
-                [
-                    a[0] + (b[0] - a[0]) * f,
-                    a[1] + (b[1] - a[1]) * f,
-                    a[2] + (b[2] - a[2]) * f + t * (self.info.initial_velocity + 0.5 * gravity * t),
-                ]
+        match self.flight() {
+            Some(f) => {
+                let dt = now.saturating_duration_since(self.received).as_secs_f32();
+                f.at(dt, gravity).position.into()
             }
-            _ => self.info.position,
+            None => self.info.position,
         }
     }
 }
@@ -254,5 +261,40 @@ impl Game {
             return Some(s as f32);
         }
         Some((s as f32 - now.saturating_duration_since(at).as_secs_f32()).max(0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_flag_flies_its_arc_and_lands() {
+        let now = Instant::now();
+        let info = FlagInfo {
+            abbv: Abbv::new("SW"),
+            status: FlagStatus::InAir,
+            endurance: 1,
+            owner: 1,
+            position: [10.0, 0.0, 0.0],
+            launch: [0.0, 0.0, 0.0],
+            landing: [10.0, 0.0, 0.0],
+            flight_time: 0.0,
+            flight_end: 2.0,
+            initial_velocity: 9.8,
+        };
+        let mut g = Game::default();
+        assert!(g.set_flag(4, info, Some(Abbv::new("SW")), now));
+        let f = g.flags[&4];
+        let p = f.position_at(now + Duration::from_secs(1), -9.8);
+        assert!((p[0] - 5.0).abs() < 1e-4 && (p[2] - 4.9).abs() < 1e-4, "{p:?}");
+        let p = f.position_at(now + Duration::from_secs(5), -9.8);
+        assert!((p[0] - 10.0).abs() < 1e-4 && p[2].abs() < 1e-4, "{p:?}");
+        assert_eq!(f.abbv().as_string(), "SW", "the revealed type while flying");
+        // Landed: disguised again.
+        let landed = FlagInfo { status: FlagStatus::OnGround, abbv: Abbv::new("PZ"), ..info };
+        g.set_flag(4, landed, None, now);
+        assert_eq!(g.flags[&4].abbv().as_string(), "PZ");
+        assert!(!g.set_flag(60000, info, None, now), "indices beyond the cap are refused");
     }
 }
