@@ -36,6 +36,7 @@ mod model;
 mod parse;
 mod query;
 pub mod report;
+mod shots;
 pub mod tessellate;
 mod types;
 pub mod xform;
@@ -55,6 +56,7 @@ pub use model::{
     WallModel, WorldModel, MAX_EXTENT,
 };
 pub use query::{FieldEntry, Ground, Hit, Mask, TankBox};
+pub use shots::{SegmentReason, ShotOptions, ShotSegment};
 pub use types::*;
 
 use crate::wire::DecodeError;

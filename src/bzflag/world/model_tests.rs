@@ -569,6 +569,8 @@ fn mutated_captures_build_and_answer_without_panicking() {
             let _ = m.tank_collides(&TankBox::new(a, k as f32));
             let _ = m.ground(c);
             let _ = m.base_at(a);
+            let opts = ShotOptions { ricochet: k % 2 == 0, through: k % 5 == 0, shot_id: k, muzzle_front: 4.42 };
+            let _ = m.shot_path(a, (c - a) * 3.0, 3.5, &opts);
         }
         let _ = report::to_json(&m, "x");
         let _ = report::to_svg(&m);

@@ -107,6 +107,16 @@ impl WorldModel {
     /// are infinite planes met from inside the world whatever the height, with [`Hit::above_wall`] set above
     /// their top.
     pub fn segment(&self, a: Vec3, b: Vec3, mask: Mask) -> Option<Hit> {
+        self.segment_impl(a, b, mask, true)
+    }
+
+    /// The first teleporter field the segment from `a` to `b` enters, ignoring everything solid (the path
+    /// of a shot that passes through obstacles).
+    pub fn segment_fields(&self, a: Vec3, b: Vec3) -> Option<Hit> {
+        self.segment_impl(a, b, Mask::All, false)
+    }
+
+    fn segment_impl(&self, a: Vec3, b: Vec3, mask: Mask, solids: bool) -> Option<Hit> {
         let d = b - a;
         let d_len = d.length();
         if !d_len.is_finite() || d_len == 0.0 {
@@ -115,7 +125,7 @@ impl WorldModel {
         let mut best: Option<Hit> = None;
         let mut tmax = 1.0f32;
         // Outer walls: linear, like the client.
-        for w in &self.walls {
+        for w in self.walls.iter().filter(|_| solids) {
             let dist = w.plane.distance(a);
             let denom = w.plane.normal.dot(d);
             if dist >= 0.0 && denom < 0.0 {
@@ -139,7 +149,7 @@ impl WorldModel {
         }
         self.bvh.ray(a, d, tmax, |pi, tbest| {
             let prim = self.prims.get(pi as usize)?;
-            if mask.skips(prim.pass) {
+            if mask.skips(prim.pass) || (!solids && prim.kind != PrimKind::Field) {
                 return None;
             }
             match prim.kind {

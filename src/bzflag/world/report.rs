@@ -213,7 +213,7 @@ pub fn summary(m: &WorldModel, hash: &str, blob_len: usize) -> String {
             z.size.x,
             z.size.y,
             z.size.z,
-            what.join("; ")
+            if what.is_empty() { "nothing sent".to_string() } else { what.join("; ") }
         );
     }
     let _ = writeln!(s, "weapons: {}", m.weapons.len());
