@@ -148,7 +148,7 @@ pub fn run(args: WorldArgs) -> u8 {
         }
     }
     let text = if args.json {
-        let mut s = report::to_json(&model, &hash).to_string();
+        let mut s = report::to_json_string(&model, &hash);
         s.push('\n');
         s
     } else {
@@ -232,6 +232,27 @@ fn secs(s: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: WorldArgs,
+    }
+
+    #[test]
+    fn arguments() {
+        use clap::Parser;
+        let a =
+            Cli::try_parse_from(["world", "127.0.0.1:5154", "--json", "--svg", "m.svg", "--no-cache"]).unwrap().args;
+        assert_eq!(a.server.as_deref(), Some("127.0.0.1:5154"));
+        assert!(a.json && a.no_cache && a.file.is_none());
+        assert_eq!(a.svg, Some(PathBuf::from("m.svg")));
+        assert_eq!(a.timeout, 60.0);
+        let a = Cli::try_parse_from(["world", "--file", "w.bin"]).unwrap().args;
+        assert_eq!((a.server, a.file), (None, Some(PathBuf::from("w.bin"))));
+        assert!(Cli::try_parse_from(["world"]).is_err(), "a server or --file is required");
+        assert!(Cli::try_parse_from(["world", "host", "--file", "w.bin"]).is_err(), "not both");
+    }
 
     #[test]
     fn addresses() {

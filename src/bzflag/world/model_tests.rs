@@ -590,6 +590,9 @@ fn reports_render() {
     assert_eq!(j["obstacles"].as_array().unwrap().len(), m.obstacles.len());
     assert_eq!(j["zones"][0]["teams"], serde_json::json!([1, 2]));
     assert_eq!(j["weapons"][0]["flag"], "GM");
+    let text = report::to_json_string(&m, "h");
+    assert!(text.starts_with(r#"{"v":1,"hash":"h","world_size":400.0,"counts":{"wall":4,"box":63,"#), "{text}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), report::to_json(&m, "h"));
     let s = report::summary(&m, "x", 2127);
     assert!(s.contains("alpha:f -> beta:b"), "{s}");
     assert!(s.contains("red     1 at (80, 80, 0)"), "{s}");

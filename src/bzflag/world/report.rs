@@ -11,18 +11,69 @@
 use std::fmt::Write as _;
 
 use glam::Vec3;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::geometry::Aabb;
 use super::model::{Geometry, WorldModel};
 use super::types::{ObstacleCounts, ObstacleKind};
 
-fn counts_json(c: &ObstacleCounts) -> Value {
-    let mut m = serde_json::Map::new();
-    for k in ObstacleKind::ALL {
-        m.insert(k.name().to_string(), json!(c.get(k)));
+/// Counts keyed by kind, in wire order.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CountsJson {
+    wall: usize,
+    #[serde(rename = "box")]
+    boxes: usize,
+    pyramid: usize,
+    base: usize,
+    teleporter: usize,
+    mesh: usize,
+    arc: usize,
+    cone: usize,
+    sphere: usize,
+    tetra: usize,
+}
+
+impl From<&ObstacleCounts> for CountsJson {
+    fn from(c: &ObstacleCounts) -> Self {
+        CountsJson {
+            wall: c.walls,
+            boxes: c.boxes,
+            pyramid: c.pyramids,
+            base: c.bases,
+            teleporter: c.teleporters,
+            mesh: c.meshes,
+            arc: c.arcs,
+            cone: c.cones,
+            sphere: c.spheres,
+            tetra: c.tetras,
+        }
     }
-    Value::Object(m)
+}
+
+/// The JSON document, with its keys in the documented order when serialised (see [`to_json_string`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonDoc {
+    v: u32,
+    hash: String,
+    world_size: f64,
+    counts: CountsJson,
+    expanded_counts: CountsJson,
+    water_level: Option<f64>,
+    links: Vec<Value>,
+    obstacles: Vec<Value>,
+    zones: Vec<Value>,
+    weapons: Vec<Value>,
+}
+
+/// The JSON document of `bzhead world --json` as one line, keys in order (`"v"` first).
+pub fn to_json_string(m: &WorldModel, hash: &str) -> String {
+    serde_json::to_string(&document(m, hash)).unwrap_or_default()
+}
+
+/// The JSON document of `bzhead world --json` as a value (see the module documentation).
+pub fn to_json(m: &WorldModel, hash: &str) -> Value {
+    serde_json::to_value(document(m, hash)).unwrap_or(Value::Null)
 }
 
 fn v3(v: Vec3) -> Value {
@@ -61,8 +112,8 @@ pub fn team_name(team: u16) -> &'static str {
     }
 }
 
-/// The JSON document of `bzhead world --json` (see the module documentation).
-pub fn to_json(m: &WorldModel, hash: &str) -> Value {
+/// The JSON document (see the module documentation).
+pub fn document(m: &WorldModel, hash: &str) -> JsonDoc {
     let links: Vec<Value> = m
         .links
         .faces
@@ -135,18 +186,18 @@ pub fn to_json(m: &WorldModel, hash: &str) -> Value {
                    "initial_delay": r(w.initial_delay), "delays": w.delays.iter().map(|&d| r(d)).collect::<Vec<_>>()})
         })
         .collect();
-    json!({
-        "v": 1,
-        "hash": hash,
-        "world_size": r(m.world_size),
-        "counts": counts_json(&m.counts),
-        "expanded_counts": counts_json(&m.expanded_counts),
-        "water_level": m.water_level.map(r),
-        "links": links,
-        "obstacles": obstacles,
-        "zones": zones,
-        "weapons": weapons,
-    })
+    JsonDoc {
+        v: 1,
+        hash: hash.to_string(),
+        world_size: r(m.world_size),
+        counts: (&m.counts).into(),
+        expanded_counts: (&m.expanded_counts).into(),
+        water_level: m.water_level.map(r),
+        links,
+        obstacles,
+        zones,
+        weapons,
+    }
 }
 
 /// The text summary: counts per kind, world size, bases per team, water, teleporter links, zones, weapons.
