@@ -505,7 +505,9 @@ fn hostile_values_are_bounded() {
     }];
     let mut bad = square_mesh(0.0, -1);
     bad.faces[0].vertices = vec![0, 0, 0];
-    db.world_group.meshes = vec![bad];
+    let mut huge = square_mesh(0.0, -1);
+    huge.faces[0].vertices = (0..2000).map(|i| i % 4).collect();
+    db.world_group.meshes = vec![bad, huge];
     db.group_defs = vec![GroupDefinition {
         name: "g".into(),
         boxes: vec![BoxBuilding { pos: Vec3::ONE, angle: 0.0, size: Vec3::ONE, state: 0 }],
@@ -516,7 +518,8 @@ fn hostile_values_are_bounded() {
     assert_eq!(m.faces.len(), 8 * 128 * 128, "divisions clamped");
     assert!(m.faces.iter().all(|f| f.phydrv.is_none()), "driver 77 does not exist");
     assert_eq!(m.expanded_counts.boxes, 0, "scaled beyond 1e30");
-    assert!(m.warnings.len() >= 2);
+    assert!(m.warnings.len() >= 3);
+    assert!(m.warnings.iter().any(|w| w.contains("2000 corners")), "{:?}", m.warnings);
     assert_eq!(m.obstacles.iter().filter(|o| o.geometry == Geometry::None).count(), 1);
 
     // Exponential instancing hits the limit with a typed error.
