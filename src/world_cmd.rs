@@ -37,7 +37,7 @@ pub mod exit {
 /// Arguments of `bzhead world`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct WorldArgs {
-    /// Server, HOST[:PORT] (port 5154 by default).
+    /// Server: HOST or HOST:PORT (port 5154 by default).
     #[arg(required_unless_present = "file", conflicts_with = "file")]
     pub server: Option<String>,
     /// Read a world blob instead: a cache file or the output of `bzfs -cacheout FILE`.
@@ -199,7 +199,7 @@ pub fn fetch(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> 
     }
 }
 
-/// Resolves HOST[:PORT] (default port 5154), IPv4 first.
+/// Resolves HOST or HOST:PORT (default port 5154), IPv4 first.
 pub fn resolve(server: &str) -> Result<SocketAddr, String> {
     let with_port = if server.parse::<SocketAddr>().is_ok() || has_port(server) {
         server.to_string()
