@@ -51,6 +51,9 @@ enum Cmd {
     },
     /// Feed a recording (made with `observe --record`) through the engine offline and print its events.
     Replay(ReplayArgs),
+    /// Download a server's world (or read a blob) and print its model: summary, JSON, SVG map.
+    #[command(after_help = EXIT_CODES)]
+    World(bzhead::world_cmd::WorldArgs),
 }
 
 #[derive(clap::Args)]
@@ -140,6 +143,7 @@ fn main() -> ExitCode {
             query_bzflag(&server, json, timeout_ms)
         }
         Cmd::Replay(a) => replay(a),
+        Cmd::World(a) => bzhead::world_cmd::run(a),
     };
     ExitCode::from(code)
 }

@@ -265,7 +265,7 @@ mod tests {
     fn files() {
         let dir = std::env::temp_dir().join(format!("bzhead-world-cmd-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let blob = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/02-custom-world.bin");
+        let blob = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/02-custom-world.bin");
         let svg = dir.join("map.svg");
         let code = run(WorldArgs { file: Some(blob.into()), svg: Some(svg.clone()), ..WorldArgs::default() });
         assert_eq!(code, exit::OK);

@@ -427,7 +427,7 @@ fn groups_world_from_a_real_bzfs() {
 
 #[test]
 fn the_capture_world_is_served_again_byte_for_byte() {
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/captures/bzflag");
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/bzflag");
     let s = serve(shared.join("custom-world.bzw"));
     let captured = std::fs::read(shared.join("02-custom-world.bin")).unwrap();
     assert_eq!(s.cacheout, captured);
@@ -457,7 +457,6 @@ fn fetching_from_nowhere_is_a_connect_error() {
 
 /// The built binary. Needs `Cmd::World(WorldArgs)` wired in `src/main.rs`.
 #[test]
-#[ignore = "enable once src/main.rs wires Cmd::World to world_cmd::run"]
 fn world_command_prints_json_and_draws() {
     let s = serve(world_file("objects.bzw"));
     let dir = TempDir::new("world-cmd");

@@ -7,7 +7,7 @@ use glam::Vec3;
 
 use super::*;
 
-const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/");
+const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/");
 
 fn capture_model(name: &str) -> WorldModel {
     let blob = std::fs::read(format!("{CAPTURES}{name}")).unwrap();

@@ -167,7 +167,7 @@ mod tests {
     use crate::bzflag::world::parse_blob;
 
     fn model() -> WorldModel {
-        let blob = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures/bzflag/02-custom-world.bin"))
+        let blob = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/02-custom-world.bin"))
             .unwrap();
         WorldModel::build(&parse_blob(&blob).unwrap()).unwrap()
     }
