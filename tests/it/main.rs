@@ -9,4 +9,5 @@ mod captures;
 mod engine_captures;
 mod harness;
 mod observe;
+mod reactor;
 mod world;

@@ -275,6 +275,26 @@ fn hostile_servers_end_with_a_clear_message_and_exit_code() {
     assert_eq!(out.code, Some(6), "{}", out.describe());
     assert!(out.stderr.contains("exceeds the protocol maximum"), "{}", out.describe());
 
+    // Garbage after a good hello: skipped as malformed messages or fatal as a broken frame, never a hang.
+    let addr = stand_in(|mut s| {
+        read_header(&mut s);
+        let _ = s.write_all(b"BZFS0221\x00");
+        let mut x: u32 = 0x1234_5678;
+        let garbage: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        let _ = s.write_all(&garbage);
+        thread::sleep(Duration::from_secs(5));
+    });
+    let out = observe_stand_in(addr, &["--no-udp"]);
+    assert_eq!(out.code, Some(6), "{}", out.describe());
+    assert!(!out.timed_out);
+
     // The server closes in the middle of the world download.
     let addr = stand_in(|mut s| {
         read_header(&mut s);
