@@ -1,7 +1,7 @@
 //! The `bzhead` command line. See `bzhead --help`.
 
 use std::io::{self, BufRead, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -150,28 +150,7 @@ fn main() -> ExitCode {
 
 /// Resolves HOST[:PORT]; IPv4 first.
 fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
-    let with_port = if server.parse::<SocketAddr>().is_ok() || has_port(server) {
-        server.to_string()
-    } else if server.contains(':') && !server.starts_with('[') {
-        format!("[{server}]:{default_port}")
-    } else {
-        format!("{server}:{default_port}")
-    };
-    let addrs: Vec<SocketAddr> =
-        with_port.to_socket_addrs().map_err(|e| format!("cannot resolve {server}: {e}"))?.collect();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
-        .ok_or_else(|| format!("cannot resolve {server}: no address"))
-}
-
-fn has_port(s: &str) -> bool {
-    if let Some(rest) = s.strip_prefix('[') {
-        return rest.contains("]:");
-    }
-    s.matches(':').count() == 1 && s.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok())
+    bzhead::reactor::resolve(server, default_port)
 }
 
 /// Seconds from the command line as a duration (negative, NaN or huge values are clamped).

@@ -11,7 +11,7 @@
 //! that closes, stalls or sends a broken world; a blob that does not parse).
 
 use std::io::Write;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -201,28 +201,7 @@ pub fn fetch(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> 
 
 /// Resolves HOST or HOST:PORT (default port 5154), IPv4 first.
 pub fn resolve(server: &str) -> Result<SocketAddr, String> {
-    let with_port = if server.parse::<SocketAddr>().is_ok() || has_port(server) {
-        server.to_string()
-    } else if server.contains(':') && !server.starts_with('[') {
-        format!("[{server}]:{DEFAULT_PORT}")
-    } else {
-        format!("{server}:{DEFAULT_PORT}")
-    };
-    let addrs: Vec<SocketAddr> =
-        with_port.to_socket_addrs().map_err(|e| format!("cannot resolve {server}: {e}"))?.collect();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
-        .ok_or_else(|| format!("cannot resolve {server}: no address"))
-}
-
-fn has_port(s: &str) -> bool {
-    if let Some(rest) = s.strip_prefix('[') {
-        return rest.contains("]:");
-    }
-    s.matches(':').count() == 1 && s.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok())
+    crate::reactor::resolve(server, DEFAULT_PORT)
 }
 
 fn secs(s: f64) -> Duration {

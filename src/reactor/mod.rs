@@ -619,6 +619,32 @@ fn flush_udp(c: &mut Conn) {
     }
 }
 
+/// Resolves `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address (port `default_port` when none is given),
+/// preferring an IPv4 address. The error says what could not be resolved.
+pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let has_port = if let Some(rest) = server.strip_prefix('[') {
+        rest.contains("]:")
+    } else {
+        server.matches(':').count() == 1 && server.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok())
+    };
+    let with_port = if server.parse::<SocketAddr>().is_ok() || has_port {
+        server.to_string()
+    } else if server.contains(':') && !server.starts_with('[') {
+        format!("[{server}]:{default_port}")
+    } else {
+        format!("{server}:{default_port}")
+    };
+    let addrs: Vec<SocketAddr> =
+        with_port.to_socket_addrs().map_err(|e| format!("cannot resolve {server}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("cannot resolve {server}: no address"))
+}
+
 /// `bzfs` compares the UDP source port with 1024 without converting it from network order, so on a
 /// little-endian server every port whose low byte is 0–3 is ignored.
 pub fn udp_port_usable(port: u16) -> bool {
@@ -666,6 +692,15 @@ fn open_udp(poll: &mut Poll, sources: &mut Slab<Source>, c: &mut Conn, id: Sessi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_resolve_with_default_ports() {
+        assert_eq!(resolve("127.0.0.1", 5154).unwrap(), "127.0.0.1:5154".parse().unwrap());
+        assert_eq!(resolve("127.0.0.1:77", 5154).unwrap(), "127.0.0.1:77".parse().unwrap());
+        assert_eq!(resolve("::1", 5154).unwrap(), "[::1]:5154".parse().unwrap());
+        assert_eq!(resolve("[::1]:9", 5154).unwrap(), "[::1]:9".parse().unwrap());
+        assert!(resolve("no such host.invalid", 5154).is_err());
+    }
 
     #[test]
     fn udp_ports_bzfs_ignores_are_avoided() {
