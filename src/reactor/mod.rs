@@ -515,19 +515,16 @@ impl Reactor {
                     c.record_error = Some(e.to_string());
                 }
             }
-            let mut tmp = std::mem::replace(&mut self.conns[key].udp, None);
-            if let Some((sock, token)) = &mut tmp {
-                let _ = self.poll.registry().deregister(sock);
+            c.armed = None;
+            if let Some((mut sock, token)) = c.udp.take() {
+                let _ = self.poll.registry().deregister(&mut sock);
                 self.sources.try_remove(token.0);
             }
-            let c = &mut self.conns[key];
             let _ = self.poll.registry().deregister(&mut c.tcp);
             self.sources.try_remove(c.tcp_token.0);
             let _ = c.tcp.shutdown(std::net::Shutdown::Both);
-            c.armed = None;
             return;
         }
-        let c = &mut self.conns[key];
         let want_write = c.wq_sent < c.wq.len() || !c.connected;
         if want_write != c.writable_interest && !c.done {
             let interest = if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };

@@ -713,10 +713,10 @@ impl Session {
             M::QueryGame(info) => q.game = Some(info),
             M::QueryPlayers { num_players, .. } => q.expected = Some(num_players as usize),
             M::TeamUpdate { teams } => q.teams = Some(teams),
-            M::AddPlayer { id, player_type, team, wins, losses, team_kills, callsign, motto } => {
-                if q.players.len() < 256 {
-                    q.players.push(QueryPlayer { id, callsign, motto, team, player_type, wins, losses, team_kills });
-                }
+            M::AddPlayer { id, player_type, team, wins, losses, team_kills, callsign, motto }
+                if q.players.len() < 256 =>
+            {
+                q.players.push(QueryPlayer { id, callsign, motto, team, player_type, wins, losses, team_kills });
             }
             M::Reject { code, reason } => {
                 self.close(SessionEnd::Rejected { code, reason });
