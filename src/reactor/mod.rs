@@ -33,6 +33,8 @@ use crate::record::{Kind, Meta, Recorder};
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most bytes queued for one TCP connection before the session is dropped (the server is not reading).
 pub const MAX_WRITE_QUEUE: usize = 1 << 20;
+/// How long a clean leave waits for the server to close after `MsgExit`.
+pub const LINGER: Duration = Duration::from_secs(1);
 /// Most datagrams queued for one UDP socket while the kernel buffer is full; older ones are dropped.
 pub const MAX_UDP_QUEUE: usize = 64;
 
@@ -79,6 +81,9 @@ struct Conn {
     udp_dropped: u64,
     started: Instant,
     record_error: Option<String>,
+    /// After a clean leave: until when we keep reading (and discarding) so that the server processes our
+    /// `MsgExit` before the socket closes. Closing with unread data would send a reset instead.
+    linger: Option<Instant>,
 }
 
 /// The event loop. See the module documentation.
@@ -160,6 +165,7 @@ impl Reactor {
             udp_dropped: 0,
             started: now,
             record_error: None,
+            linger: None,
         });
         self.rearm(id.0);
         Ok(id)
@@ -297,6 +303,10 @@ impl Reactor {
                 continue; // stale
             }
             c.armed = None;
+            if c.linger.is_some() {
+                touched.push(key);
+                continue;
+            }
             if c.connect_deadline.is_some_and(|d| d <= now) && !c.connected {
                 c.connect_deadline = None;
                 c.session
@@ -338,6 +348,28 @@ impl Reactor {
     fn on_tcp_ready(&mut self, key: usize, now: Instant, readable: bool, writable: bool) {
         let Some(c) = self.conns.get_mut(key) else { return };
         if c.done {
+            return;
+        }
+        if c.linger.is_some() {
+            if writable {
+                flush_tcp(c);
+            }
+            // Read and discard until the server closes its side.
+            loop {
+                match c.tcp.read(&mut self.buf) {
+                    Ok(0) => {
+                        c.linger = Some(now);
+                        break;
+                    }
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        c.linger = Some(now);
+                        break;
+                    }
+                }
+            }
             return;
         }
         if !c.connected {
@@ -508,21 +540,42 @@ impl Reactor {
         }
         if c.session.is_closed() && !c.done {
             flush_tcp(c);
-            c.done = true;
-            if let Some(r) = &mut c.recorder {
-                if let Err(e) = r.finish() {
-                    warn!(error = %e, "the recording is incomplete");
-                    c.record_error = Some(e.to_string());
-                }
-            }
-            c.armed = None;
             if let Some((mut sock, token)) = c.udp.take() {
                 let _ = self.poll.registry().deregister(&mut sock);
                 self.sources.try_remove(token.0);
             }
-            let _ = self.poll.registry().deregister(&mut c.tcp);
-            self.sources.try_remove(c.tcp_token.0);
-            let _ = c.tcp.shutdown(std::net::Shutdown::Both);
+            let clean = matches!(c.session.end(), Some(crate::bzflag::session::SessionEnd::Left));
+            match c.linger {
+                // A clean leave: send FIN after MsgExit and wait (bounded) for the server to close.
+                None if clean && c.connected => {
+                    let _ = c.tcp.shutdown(std::net::Shutdown::Write);
+                    c.linger = Some(now + LINGER);
+                    let _ = self.poll.registry().reregister(&mut c.tcp, c.tcp_token, Interest::READABLE);
+                    c.writable_interest = false;
+                }
+                Some(until) if until > now => {}
+                _ => {
+                    c.done = true;
+                    c.armed = None;
+                    if let Some(r) = &mut c.recorder {
+                        if let Err(e) = r.finish() {
+                            warn!(error = %e, "the recording is incomplete");
+                            c.record_error = Some(e.to_string());
+                        }
+                    }
+                    let _ = self.poll.registry().deregister(&mut c.tcp);
+                    self.sources.try_remove(c.tcp_token.0);
+                    let _ = c.tcp.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+            }
+            if let Some(until) = c.linger {
+                if c.armed != Some(until) {
+                    c.armed = Some(until);
+                    self.seq += 1;
+                    self.timers.push(Reverse((until, self.seq, key)));
+                }
+            }
             return;
         }
         let want_write = c.wq_sent < c.wq.len() || !c.connected;
