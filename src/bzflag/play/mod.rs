@@ -1,0 +1,43 @@
+//! Playing for real: our own tank's physics, the update send rule, dead reckoning of every tank, shots in
+//! flight and hit detection (protocol fact sheet §8–§11), as pure sans-IO computations.
+//!
+//! # Contract
+//!
+//! Nothing here touches a socket or reads a clock. Every function takes the elapsed time (`dt`, seconds) or a
+//! caller-supplied `Instant`, the server variables as a [`Physics`] snapshot, and the world as a
+//! [`WorldModel`](super::world::WorldModel); it returns new state and the [`ClientMsg`](super::msg::ClientMsg)s
+//! the official client would send, which the caller hands to `Session::send`. Nothing panics on any input: values
+//! from the wire are sanitised (non-finite or absurd numbers become 0 or are clamped) before they enter any
+//! state, so a hostile update cannot poison a prediction.
+//!
+//! # Layout
+//!
+//! * [`physics`]: [`Physics`], every number the game needs, read from the `VarStore` and `MsgGameSettings`
+//!   (rebuild it whenever a variable changes, or every tick: it is about a hundred cached look-ups); flag
+//!   abbreviations and their effects on size and speed.
+//! * [`tank`]: our own tank ([`Tank`]): driving with the server's limits and flag modifiers, collisions, bumps,
+//!   jumping and falling, physics drivers, water, teleporters, explosion.
+//! * [`reckon`]: dead reckoning ([`Reckoning`], [`RemoteTank`]): where a tank is at a time after its last
+//!   update, on a line, an arc, a ballistic fall or a physics driver.
+//! * [`updates`]: the official client's send rule ([`UpdateSender`]): when to send `MsgPlayerUpdate`, in
+//!   which form, with which `order`.
+//! * [`shots`]: live shots built from `MsgShotBegin` with every flag modifier ([`LiveShot`]), guided missiles
+//!   ([`GuidedMissile`]), and firing our own shots with slots, salt and reload ([`Gun`]).
+//! * [`hit`]: victim-side hit detection ([`hit::check_hits`]) and the messages a hit makes us send, plus the
+//!   server's end-shot accounting ([`hit::EndShotCredit`]).
+pub mod hit;
+pub mod physics;
+pub mod reckon;
+pub mod shots;
+pub mod tank;
+pub mod updates;
+
+#[cfg(test)]
+mod tests;
+
+pub use hit::{check_hits, HitCandidate, HitReport, Victim};
+pub use physics::{FlagEffect, Physics};
+pub use reckon::{DriverMotion, Pose, Reckoning, RemotePose, RemoteTank};
+pub use shots::{FireError, GuidedMissile, Gun, LiveShot, ShotKind};
+pub use tank::{Controls, Death, Location, StepReport, Tank};
+pub use updates::{OwnState, UpdateSender};

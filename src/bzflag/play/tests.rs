@@ -1,0 +1,811 @@
+//! Hand-computed cases for the play modules on a small hand-built world.
+
+use std::f32::consts::{FRAC_PI_2, PI};
+use std::time::{Duration, Instant};
+
+use glam::Vec3;
+
+use super::hit::{check_hits, hit_messages, run_over, EndShotCredit, HitCandidate, Victim};
+use super::physics::{flag, Physics};
+use super::reckon::{Reckoning, RemoteTank};
+use super::shots::{FireError, Gun, LiveShot, Muzzle, ShotKind};
+use super::tank::{Controls, Death, Location, Tank};
+use super::updates::{OwnState, UpdateSender};
+use crate::bzflag::consts::{GameOptions, PlayerStatus, Team};
+use crate::bzflag::msg::{Abbv, ClientMsg, FiringInfo, GameSettings, PlayerUpdate};
+use crate::bzflag::vars::VarStore;
+use crate::bzflag::world::{
+    obstacle_state, BoxBuilding, GroupDefinition, Link, PhysicsDriver, SegmentReason, Teleporter, Wall, WorldDb,
+    WorldModel,
+};
+
+fn close(a: f32, b: f32, eps: f32) -> bool {
+    (a - b).abs() <= eps
+}
+
+fn close3(a: Vec3, b: Vec3, eps: f32) -> bool {
+    (a - b).abs().max_element() <= eps
+}
+
+fn settings(options: GameOptions, max_shots: u16) -> GameSettings {
+    GameSettings {
+        world_size: 200.0,
+        game_type: 0,
+        game_options: options.bits(),
+        max_players: 216,
+        max_shots,
+        num_flags: 0,
+        linear_acceleration: 0.0,
+        angular_acceleration: 0.0,
+        shake_timeout: 0,
+        shake_wins: 0,
+        sync_time: 0,
+    }
+}
+
+fn phys() -> Physics {
+    Physics::new(&VarStore::defaults(), Some(&settings(GameOptions::JUMPING, 3)))
+}
+
+fn boxb(x: f32, y: f32, w: f32, b: f32, h: f32, state: u8) -> BoxBuilding {
+    BoxBuilding { pos: Vec3::new(x, y, 0.0), angle: 0.0, size: Vec3::new(w, b, h), state }
+}
+
+fn tele(name: &str, x: f32, y: f32) -> Teleporter {
+    Teleporter {
+        name: name.into(),
+        pos: Vec3::new(x, y, 0.0),
+        angle: 0.0,
+        size: Vec3::new(0.56, 4.48, 10.08),
+        border: 1.12,
+        horizontal: false,
+        state: 0,
+    }
+}
+
+fn driver(name: &str) -> PhysicsDriver {
+    PhysicsDriver {
+        name: name.into(),
+        linear: Vec3::ZERO,
+        angular_velocity: 0.0,
+        angular_pos: [0.0; 2],
+        radial_velocity: 0.0,
+        radial_pos: [0.0; 2],
+        slide_time: 0.0,
+        death_message: String::new(),
+    }
+}
+
+/// A 200 × 200 world: outer walls at ±100 (6.15 high); a 10 × 10 × 10 box centred at (30, 0); a 0.2-high slab
+/// at (−30, 0); a 3-high platform at (0, 40); a ricochet box at (0, 80); teleporters "a" at (−50, −40) and "b" at
+/// (50, −40) with a:b → b:f.
+fn world() -> WorldModel {
+    let h = 100.0;
+    let wall =
+        |x: f32, y: f32, angle: f32| Wall { pos: Vec3::new(x, y, 0.0), angle, breadth: h, height: 6.15, state: 0 };
+    let group = GroupDefinition {
+        walls: vec![wall(h, 0.0, PI), wall(-h, 0.0, 0.0), wall(0.0, h, -FRAC_PI_2), wall(0.0, -h, FRAC_PI_2)],
+        boxes: vec![
+            boxb(30.0, 0.0, 5.0, 5.0, 10.0, 0),
+            boxb(-30.0, 0.0, 5.0, 5.0, 0.2, 0),
+            boxb(0.0, 40.0, 10.0, 10.0, 3.0, 0),
+            boxb(0.0, 80.0, 5.0, 5.0, 10.0, obstacle_state::RICOCHET),
+        ],
+        teleporters: vec![tele("a", -50.0, -40.0), tele("b", 50.0, -40.0)],
+        ..GroupDefinition::default()
+    };
+    let db = WorldDb {
+        dynamic_colors: Vec::new(),
+        texture_matrices: Vec::new(),
+        materials: Vec::new(),
+        physics_drivers: vec![driver("belt")],
+        transforms: Vec::new(),
+        world_group: group,
+        group_defs: Vec::new(),
+        links: vec![Link { from: "a:b".into(), to: "b:f".into() }],
+        water_level: -1.0,
+        water_material: None,
+        weapons: Vec::new(),
+        zones: Vec::new(),
+    };
+    WorldModel::build(&db).expect("hand-built world")
+}
+
+fn update(status: PlayerStatus, pos: [f32; 3], vel: [f32; 3], azimuth: f32, ang_vel: f32) -> PlayerUpdate {
+    PlayerUpdate {
+        small: false,
+        timestamp: 0.0,
+        id: 7,
+        order: 1,
+        status,
+        pos,
+        vel,
+        azimuth,
+        ang_vel,
+        jump_jets: 0.0,
+        phydrv: -1,
+        user_inputs: (0.0, 0.0),
+        sounds: 0,
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Dead reckoning.
+
+#[test]
+fn reckoning_follows_the_closed_form_circle() {
+    // Speed 20 heading +y (azimuth π/2) from (10, 0), turning left at 0.5 rad/s: R = 40, centre (−30, 0).
+    let a = FRAC_PI_2;
+    let u = update(PlayerStatus::ALIVE, [10.0, 0.0, 0.0], [0.0, 20.0, 0.0], a, 0.5);
+    let r = Reckoning::new(&u, &[]);
+    assert!(r.is_turning());
+    for &t in &[0.0f32, 0.3, 1.0, 2.5, 6.0] {
+        let p = r.at(t, -9.8, 0.0);
+        let phi = 0.5 * t;
+        let want = Vec3::new(-30.0 + 40.0 * phi.cos(), 40.0 * phi.sin(), 0.0);
+        assert!(close3(p.pos, want, 1e-3), "t={t} {:?} vs {want:?}", p.pos);
+        assert!(close(p.azimuth, a + phi, 1e-5));
+        let vwant = Vec3::new(-20.0 * phi.sin(), 20.0 * phi.cos(), 0.0);
+        assert!(close3(p.vel, vwant, 1e-3), "{:?}", p.vel);
+        // The speed stays 20 and the distance to the centre 40.
+        assert!(close(p.pos.truncate().distance(glam::Vec2::new(-30.0, 0.0)), 40.0, 1e-3));
+    }
+    // Turning right (negative ω) puts the centre on the other side.
+    let u = update(PlayerStatus::ALIVE, [0.0, 0.0, 0.0], [10.0, 0.0, 0.0], 0.0, -0.25);
+    let p = Reckoning::new(&u, &[]).at(PI / 0.25, -9.8, 0.0); // half a circle of radius 40
+    assert!(close3(p.pos, Vec3::new(0.0, -80.0, 0.0), 1e-2), "{:?}", p.pos);
+}
+
+#[test]
+fn reckoning_straight_paused_and_ballistic() {
+    let u = update(PlayerStatus::ALIVE, [1.0, 2.0, 0.0], [3.0, 4.0, 0.0], 0.9273, 0.0005);
+    let r = Reckoning::new(&u, &[]);
+    assert!(!r.is_turning(), "|ω| ≤ 0.001 is a straight line");
+    assert!(close3(r.at(2.0, -9.8, 0.0).pos, Vec3::new(7.0, 10.0, 0.0), 1e-5));
+    let paused = update(PlayerStatus::ALIVE | PlayerStatus::PAUSED, [1.0, 2.0, 3.0], [3.0, 4.0, 0.0], 0.0, 1.0);
+    let p = Reckoning::new(&paused, &[]).at(5.0, -9.8, 0.0);
+    assert_eq!((p.pos, p.vel, p.azimuth), (Vec3::new(1.0, 2.0, 3.0), Vec3::ZERO, 0.0));
+    // A jump: vz 19 from z 0 flies 2·19/9.8 = 3.878 s and peaks at 19²/(2·9.8) = 18.418.
+    let jump = update(PlayerStatus::ALIVE | PlayerStatus::FALLING, [0.0, 0.0, 0.0], [5.0, 0.0, 19.0], 0.0, 0.2);
+    let r = Reckoning::new(&jump, &[]);
+    let top = r.at(19.0 / 9.8, -9.8, 0.0);
+    assert!(close(top.pos.z, 18.418, 1e-3) && close(top.vel.z, 0.0, 1e-4) && top.falling);
+    assert!(close(top.pos.x, 5.0 * 19.0 / 9.8, 1e-4));
+    assert!(close(top.azimuth, 0.2 * 19.0 / 9.8, 1e-5), "alive tanks turn while falling");
+    let landed = r.at(5.0, -9.8, 0.0);
+    assert!(!landed.falling && landed.pos.z == 0.0 && landed.vel.z == 0.0);
+    // Dead tanks falling do not turn.
+    let dead = update(PlayerStatus::EXPLODING | PlayerStatus::FALLING, [0.0; 3], [0.0; 3], 1.0, 3.0);
+    assert_eq!(Reckoning::new(&dead, &[]).at(1.0, -9.8, 0.0).azimuth, 1.0);
+}
+
+#[test]
+fn reckoning_on_physics_drivers() {
+    // A linear driver: the sent velocity includes the belt's (5, 0); the tank itself drives 10 along +y.
+    let mut belt = driver("belt");
+    belt.linear = Vec3::new(5.0, 0.0, 0.0);
+    let mut u = update(PlayerStatus::ALIVE | PlayerStatus::ON_DRIVER, [0.0; 3], [5.0, 10.0, 0.0], FRAC_PI_2, 0.0);
+    u.phydrv = 0;
+    let p = Reckoning::new(&u, std::slice::from_ref(&belt)).at(2.0, -9.8, 0.0);
+    assert!(close3(p.pos, Vec3::new(10.0, 20.0, 0.0), 1e-4) && close3(p.vel, Vec3::new(5.0, 10.0, 0.0), 1e-4));
+    // A spinner (1 rad/s about the origin) carrying a tank standing still at (10, 0): it circles the centre.
+    let mut spin = driver("spin");
+    spin.angular_velocity = 1.0;
+    let mut u = update(PlayerStatus::ALIVE | PlayerStatus::ON_DRIVER, [10.0, 0.0, 0.0], [0.0, 10.0, 0.0], 0.0, 1.0);
+    u.phydrv = 0;
+    let r = Reckoning::new(&u, std::slice::from_ref(&spin));
+    assert!(!r.is_turning(), "no motion relative to the driver");
+    let p = r.at(FRAC_PI_2, -9.8, 0.0);
+    assert!(close3(p.pos, Vec3::new(0.0, 10.0, 0.0), 1e-4), "{:?}", p.pos);
+    assert!(close(p.azimuth, FRAC_PI_2, 1e-5));
+    assert!(close3(p.vel, Vec3::new(-10.0, 0.0, 0.0), 1e-4), "the tangent where the tank is: {:?}", p.vel);
+    // A driver index that does not exist is ignored.
+    let mut u = update(PlayerStatus::ALIVE | PlayerStatus::ON_DRIVER, [0.0; 3], [1.0, 0.0, 0.0], 0.0, 0.0);
+    u.phydrv = 99;
+    assert!(close3(Reckoning::new(&u, &[]).at(1.0, -9.8, 0.0).pos, Vec3::X, 1e-6));
+}
+
+#[test]
+fn remote_tanks_drop_old_updates_and_stop_responding() {
+    let t0 = Instant::now();
+    let mut u = update(PlayerStatus::ALIVE, [0.0; 3], [1.0, 0.0, 0.0], 0.0, 0.0);
+    u.order = 5;
+    let mut rt = RemoteTank::new(&u, t0, &[]);
+    let mut old = u;
+    old.order = 5;
+    old.pos = [50.0, 0.0, 0.0];
+    assert!(!rt.accept(&old, t0, &[]), "equal order is dropped");
+    old.order = 6;
+    assert!(rt.accept(&old, t0 + Duration::from_secs(1), &[]));
+    let at = rt.at(t0 + Duration::from_secs(3), -9.8, 0.0, 5.0);
+    assert!(close(at.pose.pos.x, 52.0, 1e-4) && !at.not_responding);
+    assert!(rt.at(t0 + Duration::from_secs(7), -9.8, 0.0, 5.0).not_responding);
+    // Garbage from the wire never poisons the prediction.
+    let mut bad = update(PlayerStatus::ALIVE, [f32::NAN, 1.0e30, 0.0], [f32::INFINITY, 0.0, 0.0], f32::NAN, 1.0e20);
+    bad.order = 7;
+    assert!(rt.accept(&bad, t0, &[]));
+    let p = rt.at(t0 + Duration::from_secs(2), -9.8, 0.0, 5.0).pose;
+    assert!(p.pos.is_finite() && p.vel.is_finite() && p.azimuth.is_finite());
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Update send rule.
+
+fn own(pos: Vec3, vel: Vec3, azimuth: f32) -> OwnState {
+    OwnState { status: PlayerStatus::ALIVE, pos, vel, azimuth, ang_vel: 0.0, phydrv: -1, sounds: 0, burrow: false }
+}
+
+#[test]
+fn update_rule_triggers() {
+    let p = phys();
+    let t0 = Instant::now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    let mut s = UpdateSender::new();
+    let dead = OwnState { status: PlayerStatus::empty(), ..own(Vec3::ZERO, Vec3::ZERO, 0.0) };
+    assert!(!s.should_send(t0, &dead, &p), "dead and nothing changed");
+    // Spawning changes the Alive bit.
+    let mut st = own(Vec3::ZERO, Vec3::new(10.0, 0.0, 0.0), 0.0);
+    let first = s.poll(t0, 3, 0.0, &st, &p, &[]).expect("status change");
+    let ClientMsg::PlayerUpdate(u) = first else { panic!("not an update") };
+    assert!(u.small && u.order == 1 && u.id == 3, "{u:?}");
+    // Moving exactly as predicted: nothing until the 1 s heartbeat.
+    for n in [33u64, 100, 500, 999] {
+        st.pos = Vec3::new(10.0 * n as f32 / 1000.0, 0.0, 0.0);
+        assert!(s.poll(ms(n), 3, 0.0, &st, &p, &[]).is_none(), "{n} ms");
+    }
+    st.pos = Vec3::new(10.0, 0.0, 0.0);
+    let Some(ClientMsg::PlayerUpdate(u)) = s.poll(ms(1000), 3, 1.0, &st, &p, &[]) else { panic!("heartbeat") };
+    assert_eq!(u.order, 2);
+    // A position error over 0.09 sends, but not within the 1/30 s throttle.
+    st.pos.x += 0.2;
+    assert!(!s.should_send(ms(1020), &st, &p), "throttled");
+    assert!(s.should_send(ms(1040), &st, &p), "0.2 off after 40 ms");
+    st.pos.x -= 0.2;
+    st.pos.x += 0.4; // 10 u/s × 0.04 s: on the prediction
+    assert!(!s.should_send(ms(1040), &st, &p));
+    // An angle error over 0.05 rad sends; the wrap at ±π is not an error.
+    st.azimuth = 0.06;
+    assert!(s.should_send(ms(1040), &st, &p));
+    st.azimuth = 0.0;
+    // Pausing always sends, even inside the throttle.
+    st.status |= PlayerStatus::PAUSED;
+    assert!(s.should_send(ms(1001), &st, &p));
+    st.status -= PlayerStatus::PAUSED;
+    // A pending sound or a driver change sends.
+    st.sounds = 1;
+    assert!(s.should_send(ms(1001), &st, &p));
+    st.sounds = 0;
+    st.phydrv = 0;
+    assert!(s.should_send(ms(1001), &st, &p));
+    st.phydrv = -1;
+    // The update before a shot always goes and takes the next order.
+    let ClientMsg::PlayerUpdate(u) = s.before_shot(ms(1001), 3, 1.0, &st, &p, &[]) else { panic!() };
+    assert_eq!(u.order, 3);
+    // Out of the small form's range, or with _noSmallPackets, the full form is used.
+    st.vel = Vec3::new(400.0, 0.0, 0.0);
+    let ClientMsg::PlayerUpdate(u) = s.before_shot(ms(1002), 3, 1.0, &st, &p, &[]) else { panic!() };
+    assert!(!u.small);
+    let mut vars = VarStore::defaults();
+    vars.set("_noSmallPackets", "1");
+    let p2 = Physics::new(&vars, None);
+    st.vel = Vec3::ZERO;
+    let ClientMsg::PlayerUpdate(u) = s.before_shot(ms(1003), 3, 1.0, &st, &p2, &[]) else { panic!() };
+    assert!(!u.small);
+}
+
+#[test]
+fn update_rule_uses_the_arc_others_predict() {
+    let p = phys();
+    let t0 = Instant::now();
+    let mut s = UpdateSender::new();
+    let mut st = own(Vec3::ZERO, Vec3::new(20.0, 0.0, 0.0), 0.0);
+    st.ang_vel = 0.5;
+    s.poll(t0, 1, 0.0, &st, &p, &[]).expect("first");
+    // Half a second later the tank is on the arc R = 40: no update needed.
+    let phi = 0.25f32;
+    st.pos = Vec3::new(40.0 * phi.sin(), 40.0 - 40.0 * phi.cos(), 0.0);
+    st.azimuth = phi;
+    st.vel = Vec3::new(20.0 * phi.cos(), 20.0 * phi.sin(), 0.0);
+    assert!(!s.should_send(t0 + Duration::from_millis(500), &st, &p));
+    // Had it gone straight it would be far off the arc.
+    st.pos = Vec3::new(10.0, 0.0, 0.0);
+    assert!(s.should_send(t0 + Duration::from_millis(500), &st, &p));
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Shots.
+
+fn muzzle(pos: Vec3, vel: Vec3, azimuth: f32, f: Abbv) -> Muzzle {
+    Muzzle { pos, vel, azimuth, flag: f, flag_active: false, team: Team::Red, handicap: 0.0 }
+}
+
+/// The server's checks of `shotFired` (§11): true when the shot would be relayed.
+fn server_accepts(info: &FiringInfo, held: Abbv, last_pos: Vec3, falling: bool, p: &Physics) -> bool {
+    if info.flag != flag::NONE && info.flag != held {
+        return false;
+    }
+    if (info.lifetime - p.reload_time).abs() > 1e-6 || usize::from(info.shot_id & 0xff) >= usize::from(p.max_shots) {
+        return false;
+    }
+    let (mut shot_speed, mut tank_speed) = (p.shot_speed, p.tank_speed);
+    if info.flag == flag::SHOCK_WAVE {
+        shot_speed = 0.0;
+        tank_speed = 0.0;
+    } else if info.flag == flag::VELOCITY || last_pos.z != info.pos[2] - p.muzzle_height {
+        tank_speed *= p.velocity_ad;
+    }
+    if Vec3::from(info.vel).length() > (shot_speed + tank_speed) * 1.01 {
+        return false;
+    }
+    let mut d = last_pos + Vec3::new(0.0, 0.0, p.muzzle_height) - Vec3::from(info.pos);
+    if falling {
+        d.z = 0.0;
+    }
+    let front = p.muzzle_front;
+    d.length_squared() <= (p.tank_speed * p.velocity_ad + 2.0 * front).powi(2)
+}
+
+#[test]
+fn firing_info_passes_the_server_checks() {
+    let p = phys();
+    let mut gun = Gun::new();
+    let pos = Vec3::new(10.0, 20.0, 0.0);
+    let m = muzzle(pos, Vec3::new(0.0, 25.0, 0.0), FRAC_PI_2, flag::NONE);
+    let info = gun.fire(100.0, 9, &m, &p).expect("fires");
+    // Muzzle: 4.32 + 0.1 ahead, 1.57 up; velocity = tank velocity + 100 forward; lifetime = _reloadTime.
+    assert!(close3(Vec3::from(info.pos), Vec3::new(10.0, 24.42, 1.57), 1e-4), "{:?}", info.pos);
+    assert!(close3(Vec3::from(info.vel), Vec3::new(0.0, 125.0, 0.0), 1e-4));
+    assert_eq!((info.lifetime, info.dt, info.shooter, info.team, info.flag), (3.5, 0.0, 9, Team::Red, flag::NONE));
+    assert_eq!(info.shot_id, 0x0100, "slot 0, salt 1");
+    assert!(server_accepts(&info, flag::NONE, pos, false, &p));
+    // Moving backwards at full reverse speed while jumping still passes.
+    let m = muzzle(Vec3::new(0.0, 0.0, 5.0), Vec3::new(-12.5, 0.0, 10.0), 0.0, flag::VELOCITY);
+    let info = gun.fire(100.0, 9, &m, &p).expect("slot 1");
+    assert_eq!(info.vel[2], 0.0, "vertical velocity dropped");
+    assert_eq!(info.flag, flag::VELOCITY);
+    assert!(server_accepts(&info, flag::VELOCITY, Vec3::new(0.0, 0.0, 5.0), true, &p));
+    // Shock wave: at the tank, not moving.
+    let m = muzzle(pos, Vec3::new(20.0, 0.0, 0.0), 0.0, flag::SHOCK_WAVE);
+    let info = gun.fire(100.0, 9, &m, &p).expect("slot 2");
+    assert_eq!((Vec3::from(info.pos), Vec3::from(info.vel)), (pos, Vec3::ZERO));
+    assert!(server_accepts(&info, flag::SHOCK_WAVE, pos, false, &p));
+    // A Phantom Zone carrier that is not zoned fires plain shots.
+    let mut gun = Gun::new();
+    let info = gun.fire(0.0, 9, &muzzle(pos, Vec3::ZERO, 0.0, flag::PHANTOM_ZONE), &p).expect("fires");
+    assert_eq!(info.flag, flag::NONE);
+}
+
+#[test]
+fn slots_salt_and_reload() {
+    let p = phys(); // 3 shots, reload 3.5
+    let mut gun = Gun::new();
+    gun.safety_margin = 0.0;
+    let m = muzzle(Vec3::ZERO, Vec3::ZERO, 0.0, flag::NONE);
+    let ids: Vec<u16> = (0..3).map(|i| gun.fire(i as f32 * 0.1, 1, &m, &p).expect("free slot").shot_id).collect();
+    assert_eq!(ids, vec![0x0100, 0x0201, 0x0302]);
+    match gun.fire(1.0, 1, &m, &p) {
+        Err(FireError::Reloading(left)) => assert!(close(left, 2.5, 1e-5), "{left}"),
+        other => panic!("{other:?}"),
+    }
+    // Slot 0 frees at 3.5 s; the salt goes on counting.
+    assert!(gun.fire(3.49, 1, &m, &p).is_err());
+    assert_eq!(gun.fire(3.5, 1, &m, &p).expect("reloaded").shot_id, 0x0400);
+    // The salt wraps 127 → 1.
+    let mut g = Gun::new();
+    let p1 = Physics::new(&VarStore::defaults(), Some(&settings(GameOptions::empty(), 1)));
+    let mut last = 0;
+    for i in 0..128 {
+        last = g.fire(i as f32 * 4.0, 1, &m, &p1).expect("one slot").shot_id >> 8;
+    }
+    assert_eq!(last, 1);
+    // Rapid fire reloads in 3.5 / 2; machine gun in 3.5 / 10, but never before the server thinks the shot gone.
+    assert!(close(ShotKind::RapidFire.reload_time(&p), 1.75, 1e-6));
+    assert!(close(ShotKind::MachineGun.reload_time(&p), 0.35, 1e-6));
+    assert!(close(ShotKind::Laser.reload_time(&p), 7.0, 1e-6));
+    let mut g = Gun::new();
+    let mg = muzzle(Vec3::ZERO, Vec3::ZERO, 0.0, flag::MACHINE_GUN);
+    g.fire(0.0, 1, &mg, &p1).expect("fires");
+    assert!(g.fire(0.36, 1, &mg, &p1).is_err(), "0.35 + the 0.05 margin");
+    assert!(g.fire(0.41, 1, &mg, &p1).is_ok());
+    // Pausing delays reloading.
+    let mut g = Gun::new();
+    g.safety_margin = 0.0;
+    g.fire(0.0, 1, &m, &p1).expect("fires");
+    g.pause_for(1.0);
+    assert!(g.fire(4.0, 1, &m, &p1).is_err() && g.fire(4.5, 1, &m, &p1).is_ok());
+}
+
+fn info(pos: Vec3, vel: Vec3, f: Abbv, shot_id: u16) -> FiringInfo {
+    FiringInfo {
+        time_sent: 0.0,
+        shooter: 2,
+        shot_id,
+        pos: pos.to_array(),
+        vel: vel.to_array(),
+        dt: 0.0,
+        team: Team::Blue,
+        flag: f,
+        lifetime: 3.5,
+    }
+}
+
+#[test]
+fn shot_paths_ricochet_and_teleport() {
+    let w = world();
+    let p = phys();
+    let now = Instant::now();
+    // A plain shot along +x at z 3 from (0, 0) stops on the box face x = 25 after 0.25 s.
+    let s = LiveShot::new(
+        &info(Vec3::new(0.0, 0.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::NONE, 0x100),
+        now,
+        &p,
+        Some(&w),
+    );
+    assert_eq!(s.segments.len(), 1);
+    assert!(close(s.path_end(), 0.25, 1e-4) && close3(s.segments[0].end(), Vec3::new(25.0, 0.0, 3.0), 1e-3));
+    assert!(
+        s.position_at(0.3).is_none() && close3(s.position_at(0.1).unwrap_or_default(), Vec3::new(10.0, 0.0, 3.0), 1e-4)
+    );
+    // With R it bounces back, crosses the world to the west wall (x = −100 at 1.5 s), bounces again.
+    let r = LiveShot::new(
+        &info(Vec3::new(0.0, 0.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::RICOCHET, 0x100),
+        now,
+        &p,
+        Some(&w),
+    );
+    assert_eq!(r.segments[1].reason, SegmentReason::Ricochet);
+    assert!(close3(r.segments[1].velocity, Vec3::new(-100.0, 0.0, 0.0), 1e-3));
+    assert!(close(r.segments[1].t1, 1.5, 1e-3), "{:?}", r.segments);
+    assert!(close(r.path_end(), 3.5, 1e-3), "ricochet shots use their whole life");
+    // The ricochet box at (0, 80) reflects even a plain shot.
+    let b = LiveShot::new(
+        &info(Vec3::new(0.0, 60.0, 5.0), Vec3::new(0.0, 100.0, 0.0), flag::NONE, 0x100),
+        now,
+        &p,
+        Some(&w),
+    );
+    assert!(b.segments.len() >= 2 && close3(b.segments[1].velocity, Vec3::new(0.0, -100.0, 0.0), 1e-3));
+    // Through teleporter "a" (entered from its back, −x side) out of "b"'s front face at x = 50.56.
+    let t = LiveShot::new(
+        &info(Vec3::new(-70.0, -40.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::NONE, 0x100),
+        now,
+        &p,
+        Some(&w),
+    );
+    assert_eq!(t.segments[1].reason, SegmentReason::Teleport);
+    assert!(close3(t.segments[1].start, Vec3::new(50.56, -40.0, 3.0), 1e-2), "{:?}", t.segments);
+    assert!(close3(t.segments[1].velocity, Vec3::new(100.0, 0.0, 0.0), 1e-3));
+    // Super bullets pass the box and stop only at... nothing: they fly their whole life.
+    let sb = LiveShot::new(
+        &info(Vec3::new(0.0, 0.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::SUPER_BULLET, 0x100),
+        now,
+        &p,
+        Some(&w),
+    );
+    assert!(close(sb.path_end(), 3.5, 1e-3));
+    // Flag modifiers.
+    let f = LiveShot::new(
+        &info(Vec3::new(0.0, -20.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::RAPID_FIRE, 0x100),
+        now,
+        &p,
+        None,
+    );
+    assert!(close(f.velocity.x, 150.0, 1e-3) && close(f.lifetime, 1.75, 1e-5));
+    let mg = LiveShot::new(&info(Vec3::ZERO, Vec3::new(100.0, 0.0, 0.0), flag::MACHINE_GUN, 0x100), now, &p, None);
+    assert!(close(mg.velocity.x, 150.0, 1e-3) && close(mg.lifetime, 0.35, 1e-5));
+    let l = LiveShot::new(&info(Vec3::ZERO, Vec3::new(100.0, 0.0, 0.0), flag::LASER, 0x100), now, &p, None);
+    assert!(close(l.velocity.x, 100_000.0, 1.0) && close(l.lifetime, 0.35, 1e-5) && l.kind.is_beam());
+    let th = LiveShot::new(&info(Vec3::ZERO, Vec3::new(100.0, 0.0, 0.0), flag::THIEF, 0x100), now, &p, None);
+    assert!(close(th.velocity.x, 800.0, 1e-3) && close(th.lifetime, 0.175, 1e-5));
+    let sw = LiveShot::new(&info(Vec3::ZERO, Vec3::ZERO, flag::SHOCK_WAVE, 0x100), now, &p, None);
+    assert!(close(sw.lifetime, 0.7, 1e-5));
+    assert!(close(sw.shock_radius(0.0, &p).unwrap_or(0.0), 6.0, 1e-5));
+    assert!(close(sw.shock_radius(0.35, &p).unwrap_or(0.0), 33.0, 1e-4));
+    assert!(sw.expired_at(0.7) && !sw.expired_at(0.69));
+}
+
+#[test]
+fn guided_missiles_turn_towards_their_target() {
+    let p = phys();
+    let w = world();
+    let now = Instant::now();
+    let mut s = LiveShot::new(
+        &info(Vec3::new(0.0, -20.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::GUIDED_MISSILE, 0x100),
+        now,
+        &p,
+        Some(&w),
+    );
+    assert!(close(s.lifetime, 3.5 * 0.95, 1e-5));
+    let m = s.missile.as_mut().expect("a missile");
+    // Target straight to the left: the azimuth turns at most 0.628 rad/s.
+    m.step(0.5, Some(Vec3::new(0.0, 80.0, 3.0)), &p, Some(&w));
+    assert!(close(m.azimuth, 0.5 * 0.628319, 1e-4), "{}", m.azimuth);
+    // It turns first, then flies the step along the new heading.
+    let a = 0.5 * 0.628319f32;
+    assert!(close3(m.pos, Vec3::new(50.0 * a.cos(), -20.0 + 50.0 * a.sin(), 3.0), 1e-3), "{:?}", m.pos);
+    // Without a target it flies straight on; into the ground it ends.
+    let before = m.azimuth;
+    m.step(0.1, None, &p, Some(&w));
+    assert_eq!(m.azimuth, before);
+    m.elevation = -0.5;
+    for _ in 0..20 {
+        m.step(0.1, None, &p, Some(&w));
+    }
+    assert!(m.expired && m.pos.z.abs() < 1e-3);
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Hits.
+
+fn victim(pos: Vec3, vel: Vec3) -> Victim {
+    Victim { id: 1, team: Team::Red, flag: flag::NONE, zoned: false, pos, vel, azimuth: 0.0, crossing: None }
+}
+
+#[test]
+fn hits_on_crossing_rays_and_not_on_near_misses() {
+    let p = phys();
+    let now = Instant::now();
+    // A shell from (−50, 0, 1.025) along +x at 100 u/s; the tank stands at the origin (centre z 1.025).
+    let s = LiveShot::new(
+        &info(Vec3::new(-50.0, 0.0, 1.025), Vec3::new(100.0, 0.0, 0.0), flag::NONE, 0x0302),
+        now,
+        &p,
+        None,
+    );
+    let v = victim(Vec3::ZERO, Vec3::ZERO);
+    let r = 0.99 * 4.32;
+    // During the tick from 0.45 s to 0.5 s the shell comes within 0.99 r at x = −r: 0.5 − r/100 − 0.45 s in.
+    let c = HitCandidate { shot: &s, shooter_paused: false, t_prev: 0.45, t_now: 0.5 };
+    let h = check_hits(&v, [c], 0.05, &p).expect("hit");
+    assert!(close(h.time, 0.05 - r / 100.0, 1e-5), "{}", h.time);
+    assert!(close3(h.position, Vec3::new(-r, 0.0, 1.025), 1e-3));
+    assert_eq!((h.shooter, h.shot_id, h.kind), (2, 0x0302, ShotKind::Normal));
+    // The tick before it the shell is still out of reach.
+    let c = HitCandidate { shot: &s, shooter_paused: false, t_prev: 0.40, t_now: 0.45 };
+    assert!(check_hits(&v, [c], 0.05, &p).is_none());
+    // Offset sideways by 4.3 (inside r = 4.32, outside 0.99 r = 4.277) it misses; by 4.2 it hits.
+    let c = HitCandidate { shot: &s, shooter_paused: false, t_prev: 0.45, t_now: 0.55 };
+    assert!(check_hits(&victim(Vec3::new(0.0, 4.3, 0.0), Vec3::ZERO), [c], 0.1, &p).is_none());
+    assert!(check_hits(&victim(Vec3::new(0.0, 4.2, 0.0), Vec3::ZERO), [c], 0.1, &p).is_some());
+    // A tank driving across the shell's path is hit in the tick where they meet (relative motion).
+    let mover = victim(Vec3::new(0.0, -10.0, 0.0), Vec3::new(0.0, 20.0, 0.0));
+    let c = HitCandidate { shot: &s, shooter_paused: false, t_prev: 0.0, t_now: 0.5 };
+    assert!(check_hits(&mover, [c], 0.5, &p).is_some());
+    // Narrow tanks are thin: the same sideways offset of 1 misses, head-on still hits.
+    let mut narrow = victim(Vec3::new(0.0, 1.0, 0.0), Vec3::ZERO);
+    narrow.flag = flag::NARROW;
+    assert!(check_hits(&narrow, [c], 0.5, &p).is_none());
+    narrow.pos = Vec3::ZERO;
+    assert!(check_hits(&narrow, [c], 0.5, &p).is_some());
+    // Filters: a paused shooter, a team mate without team kills, a zoned victim, PZ shots on unzoned tanks.
+    assert!(check_hits(&v, [HitCandidate { shooter_paused: true, ..c }], 0.5, &p).is_none());
+    let mut mate = v;
+    mate.team = Team::Blue;
+    let no_tk = Physics::new(&VarStore::defaults(), Some(&settings(GameOptions::NO_TEAM_KILLS, 3)));
+    assert!(check_hits(&mate, [c], 0.5, &no_tk).is_none());
+    assert!(check_hits(&mate, [c], 0.5, &p).is_some(), "team kills allowed");
+    let mut zoned = v;
+    zoned.zoned = true;
+    assert!(check_hits(&zoned, [c], 0.5, &p).is_none());
+    // Near side of a teleporter: a hit behind the crossing plane does not count.
+    let mut crossing = v;
+    crossing.crossing = Some((Vec3::X, 0.0));
+    assert!(check_hits(&crossing, [c], 0.5, &p).is_none(), "the shell meets the tank at x < 0");
+    crossing.crossing = Some((Vec3::NEG_X, 0.0));
+    assert!(check_hits(&crossing, [c], 0.5, &p).is_some());
+}
+
+#[test]
+fn beams_shock_waves_and_the_messages_a_hit_sends() {
+    let p = phys();
+    let now = Instant::now();
+    let laser =
+        LiveShot::new(&info(Vec3::new(-50.0, 0.0, 1.0), Vec3::new(100.0, 0.0, 0.0), flag::LASER, 0x101), now, &p, None);
+    let c = HitCandidate { shot: &laser, shooter_paused: false, t_prev: 0.1, t_now: 0.13 };
+    let h = check_hits(&victim(Vec3::ZERO, Vec3::ZERO), [c], 0.03, &p).expect("the whole beam is live");
+    assert!(!h.stops_shot());
+    let cloaked = Victim { flag: flag::CLOAKING, ..victim(Vec3::ZERO, Vec3::ZERO) };
+    assert!(check_hits(&cloaked, [c], 0.03, &p).is_none());
+    let sw = LiveShot::new(&info(Vec3::new(20.0, 0.0, 0.0), Vec3::ZERO, flag::SHOCK_WAVE, 0x101), now, &p, None);
+    let at = |t: f32| HitCandidate { shot: &sw, shooter_paused: false, t_prev: t - 0.03, t_now: t };
+    assert!(check_hits(&victim(Vec3::ZERO, Vec3::ZERO), [at(0.1)], 0.03, &p).is_none(), "radius 9.9 at 0.1 s");
+    assert!(check_hits(&victim(Vec3::ZERO, Vec3::ZERO), [at(0.3)], 0.03, &p).is_some(), "radius 29.6");
+    // Messages: a plain shell ends, then we drop our flag and report the kill.
+    let shell =
+        LiveShot::new(&info(Vec3::new(-50.0, 0.0, 1.0), Vec3::new(100.0, 0.0, 0.0), flag::NONE, 0x0302), now, &p, None);
+    let c = HitCandidate { shot: &shell, shooter_paused: false, t_prev: 0.0, t_now: 0.5 };
+    let h = check_hits(&victim(Vec3::ZERO, Vec3::ZERO), [c], 0.5, &p).expect("hit");
+    let msgs = hit_messages(&h, 1, flag::VELOCITY, Vec3::ZERO);
+    assert!(matches!(msgs[0], ClientMsg::ShotEnd { shooter: 2, shot_id: 0x0302, reason: 1 }));
+    assert!(matches!(msgs[1], ClientMsg::DropFlag { .. }));
+    assert!(matches!(msgs[2], ClientMsg::Killed { killer: 2, reason: 1, shot_id: 0x0302, .. }));
+    // With a Shield: the shot ends and the shield drops, but no kill.
+    let msgs = hit_messages(&h, 1, flag::SHIELD, Vec3::ZERO);
+    assert_eq!(msgs.len(), 2);
+    // End-shot accounting stays balanced: +1 −1 for a kill; shield refund on the drop.
+    let mut credit = EndShotCredit::new();
+    for m in hit_messages(&h, 1, flag::NONE, Vec3::ZERO) {
+        credit.record(&m, flag::NONE);
+    }
+    assert_eq!(credit.credit(), 0);
+    let shield = hit_messages(&h, 1, flag::SHIELD, Vec3::ZERO);
+    assert!(credit.allows(&shield, flag::SHIELD, 5.0));
+    let mut held = flag::SHIELD;
+    for m in &shield {
+        credit.record(m, held);
+        if matches!(m, ClientMsg::DropFlag { .. }) {
+            held = flag::NONE;
+        }
+    }
+    assert_eq!(credit.credit(), 0);
+    let six: Vec<ClientMsg> = (0..6).map(|_| ClientMsg::ShotEnd { shooter: 2, shot_id: 1, reason: 1 }).collect();
+    assert!(!credit.allows(&six, flag::NONE, 5.0), "six unmatched end shots get a kick");
+    // Steamroller radius: 4.32 + 2 × 4.32.
+    assert!(run_over(Vec3::ZERO, 4.32, Vec3::new(12.0, 0.0, 0.0), 4.32, &p));
+    assert!(!run_over(Vec3::ZERO, 4.32, Vec3::new(12.0, 0.0, 3.0), 4.32, &p), "height counts double");
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Our tank.
+
+fn drive(t: &mut Tank, secs: f32, c: Controls, p: &Physics, w: &WorldModel) -> Vec<super::tank::StepReport> {
+    let n = (secs * 30.0).round() as usize;
+    (0..n).map(|_| t.step(1.0 / 30.0, c, p, w)).collect()
+}
+
+#[test]
+fn a_tank_drives_turns_and_is_stopped_by_a_box() {
+    let p = phys();
+    let w = world();
+    let mut t = Tank::new(1);
+    t.spawn([0.0, -20.0, 0.0], 0.0);
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close3(t.pos, Vec3::new(25.0, -20.0, 0.0), 1e-3), "{:?}", t.pos);
+    assert!(close3(t.vel, Vec3::new(25.0, 0.0, 0.0), 1e-3) && t.location == Location::OnGround);
+    // Reverse is half speed; the flag V makes forward 1.5 times faster.
+    drive(&mut t, 1.0, Controls { speed: -1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.pos.x, 12.5, 1e-3));
+    t.flag = flag::VELOCITY;
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.pos.x, 50.0, 1e-3));
+    // Turning at full rate for 2 s: π/2 left, on an arc of radius 25 / (π/4).
+    let mut t = Tank::new(1);
+    t.spawn([0.0, -70.0, 0.0], 0.0);
+    drive(&mut t, 2.0, Controls { speed: 1.0, turn: 1.0, jump: false }, &p, &w);
+    let r = 25.0 / std::f32::consts::FRAC_PI_4;
+    assert!(close(t.azimuth, FRAC_PI_2, 1e-3), "{}", t.azimuth);
+    assert!(close3(t.pos, Vec3::new(r, -70.0 + r, 0.0), 0.05), "{:?}", t.pos);
+    // Straight into the box's west face (x = 25): the tank stops with its nose (3 ahead) at the face.
+    let mut t = Tank::new(1);
+    t.spawn([0.0, 0.0, 0.0], 0.0);
+    drive(&mut t, 2.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(t.pos.x <= 22.0 + 1e-3 && t.pos.x > 21.9, "{:?}", t.pos);
+    assert!(w.tank_collides(&crate::bzflag::world::TankBox::new(t.pos, t.azimuth)).is_none());
+    // At 45° against the face it slides along it (north) instead of stopping.
+    let mut t = Tank::new(1);
+    t.spawn([15.0, -10.0, 0.0], 0.0);
+    t.azimuth = std::f32::consts::FRAC_PI_4;
+    drive(&mut t, 1.5, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(t.pos.y > 5.0, "slid along the wall and past its corner: {:?}", t.pos);
+    assert!(w.tank_collides(&crate::bzflag::world::TankBox::new(t.pos, t.azimuth)).is_none());
+}
+
+#[test]
+fn a_tank_climbs_low_slabs_but_not_walls_and_jumps_onto_a_platform() {
+    let p = phys();
+    let w = world();
+    // The 0.2-high slab at (−30, 0) is driven onto.
+    let mut t = Tank::new(1);
+    t.spawn([-50.0, 0.0, 0.0], 0.0);
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.pos.z, 0.2, 1e-3) && t.location == Location::OnBuilding, "{:?} {:?}", t.pos, t.location);
+    assert!(!t.status.contains(PlayerStatus::FALLING));
+    // Off the far edge it drops back to the ground.
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(t.pos.z == 0.0 && t.location == Location::OnGround && t.pos.x > -20.0, "{:?}", t.pos);
+    // The 3-high platform at (0, 40) is not climbed...
+    let mut t = Tank::new(1);
+    t.spawn([0.0, 20.0, 0.0], FRAC_PI_2);
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.pos.y, 27.0, 0.05) && t.pos.z == 0.0, "{:?}", t.pos);
+    // ...but jumped onto: airborne (Falling), lands on the roof at z = 3.
+    let mut reports = drive(&mut t, 0.1, Controls { speed: 1.0, turn: 0.0, jump: true }, &p, &w);
+    assert!(reports.iter().any(|r| r.jumped) && t.status.contains(PlayerStatus::FALLING));
+    assert!(t.sounds & 1 != 0, "the jump sound goes in the next update");
+    reports.extend(drive(&mut t, 4.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w));
+    assert!(reports.iter().any(|r| r.landed));
+    // Pushing against the platform while rising, it moves over the roof once above it and lands there.
+    assert!(close(t.pos.z, 3.0, 1e-3) && t.location == Location::OnBuilding, "{:?} {:?}", t.pos, t.location);
+    assert!(!t.status.contains(PlayerStatus::FALLING));
+    // Standing still on the roof it stays there (no flicker between on-building and in-air).
+    let reports = drive(&mut t, 1.0, Controls::default(), &p, &w);
+    assert!(reports.iter().all(|r| !r.landed) && t.location == Location::OnBuilding && close(t.pos.z, 3.0, 1e-3));
+}
+
+#[test]
+fn a_jump_lasts_the_ballistic_time() {
+    let p = phys();
+    let w = world();
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, 60.0, 0.0], 0.0);
+    let mut n = 0;
+    t.step(1.0 / 30.0, Controls { jump: true, ..Controls::default() }, &p, &w);
+    let mut top: f32 = 0.0;
+    while t.status.contains(PlayerStatus::FALLING) && n < 1000 {
+        t.step(1.0 / 30.0, Controls::default(), &p, &w);
+        top = top.max(t.pos.z);
+        n += 1;
+    }
+    let air = (n + 1) as f32 / 30.0;
+    assert!(close(air, 2.0 * 19.0 / 9.8, 0.07), "{air}");
+    assert!(close(top, 19.0 * 19.0 / 19.6, 0.35), "{top}");
+    // Without the jumping option (and no JP flag) nothing happens.
+    let nojump = Physics::new(&VarStore::defaults(), Some(&settings(GameOptions::empty(), 1)));
+    t.step(1.0 / 30.0, Controls { jump: true, ..Controls::default() }, &nojump, &w);
+    assert!(!t.status.contains(PlayerStatus::FALLING));
+    t.flag = flag::JUMPING;
+    t.step(1.0 / 30.0, Controls { jump: true, ..Controls::default() }, &nojump, &w);
+    assert!(t.status.contains(PlayerStatus::FALLING));
+}
+
+#[test]
+fn a_tank_teleports_and_stays_inside_the_world() {
+    let p = phys();
+    let w = world();
+    // Driving east through teleporter "a" (from its −x side, face 1 = "a:b") comes out of "b:f" (face 2).
+    let mut t = Tank::new(7);
+    t.spawn([-60.0, -40.0, 0.0], 0.0);
+    let reports = drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    let tp = reports.iter().find_map(|r| r.teleported).expect("teleported");
+    assert_eq!(tp, (1, 2));
+    assert!(t.pos.x > 50.0 && close(t.pos.y, -40.0, 1e-2), "{:?}", t.pos);
+    assert!(t.status.contains(PlayerStatus::TELEPORTING));
+    drive(&mut t, 1.1, Controls::default(), &p, &w);
+    assert!(!t.status.contains(PlayerStatus::TELEPORTING), "cleared after _teleportTime");
+    // Against the outer wall: stopped inside, never near the server's kick line.
+    let mut t = Tank::new(1);
+    t.spawn([90.0, 60.0, 0.0], 0.0);
+    drive(&mut t, 2.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(t.pos.x < 97.0 + 1e-3 && t.pos.x > 96.0, "{:?}", t.pos);
+    // Hostile inputs do not poison the state.
+    t.step(f32::NAN, Controls { speed: f32::NAN, turn: f32::INFINITY, jump: true }, &p, &w);
+    t.step(1.0e9, Controls { speed: 1.0e9, turn: -1.0e9, jump: false }, &p, &w);
+    assert!(t.pos.is_finite() && t.vel.is_finite() && t.azimuth.is_finite());
+}
+
+#[test]
+fn water_and_explosions() {
+    let p = phys();
+    let mut w = world();
+    w.water_level = Some(0.5);
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, 60.0, 0.0], 0.0);
+    t.flag = flag::VELOCITY;
+    let r = t.step(1.0 / 30.0, Controls::default(), &p, &w);
+    assert_eq!(r.death, Some(Death::Water));
+    let msgs = t.death_messages(4, Death::Water);
+    assert!(matches!(msgs[0], ClientMsg::DropFlag { .. }));
+    assert!(matches!(msgs[1], ClientMsg::Killed { killer: 4, reason: 6, shot_id: -1, .. }));
+    t.explode();
+    assert!(t.status.contains(PlayerStatus::EXPLODING) && !t.is_alive() && t.flag == flag::NONE);
+    let w = world();
+    let reports = drive(&mut t, 5.1, Controls::default(), &p, &w);
+    assert!(reports.iter().any(|r| r.explosion_over));
+    assert_eq!((t.location, t.status), (Location::Dead, PlayerStatus::empty()));
+    // Dead tanks do not move.
+    let before = t.pos;
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert_eq!(t.pos, before);
+}
+
+#[test]
+fn physics_follows_the_variables() {
+    let mut vars = VarStore::defaults();
+    let p = Physics::new(&vars, None);
+    assert_eq!((p.reload_time, p.tank_radius, p.muzzle_front), (3.5, 4.32, 4.42));
+    vars.set("_shotSpeed", "50");
+    vars.set("_tankSpeed", "nan");
+    let p = Physics::new(&vars, Some(&settings(GameOptions::RICOCHET, 5)));
+    assert_eq!((p.reload_time, p.tank_speed, p.max_shots, p.world_size), (7.0, 25.0, 5, 200.0));
+    assert!(p.all_ricochet() && p.team_kills() && !p.jumping_allowed());
+}
