@@ -612,8 +612,12 @@ impl Tank {
                 if mag < 0.0 {
                     v.x -= mag * n.x;
                     v.y -= mag * n.y;
-                    new_pos.x -= 0.001 * mag * n.x;
-                    new_pos.y -= 0.001 * mag * n.y;
+                    // Back off a little from the surface, unless that pushes the tank into something else
+                    // (wedged between two obstacles).
+                    let pushed = Vec3::new(new_pos.x - 0.001 * mag * n.x, new_pos.y - 0.001 * mag * n.y, new_pos.z);
+                    if stuck || self.collide(world, pushed, new_az, dims, phased).is_none() {
+                        new_pos = pushed;
+                    }
                 }
                 if mag > -0.01 {
                     w = 0.0;

@@ -809,3 +809,90 @@ fn physics_follows_the_variables() {
     assert_eq!((p.reload_time, p.tank_speed, p.max_shots, p.world_size), (7.0, 25.0, 5, 200.0));
     assert!(p.all_ricochet() && p.team_kills() && !p.jumping_allowed());
 }
+
+fn capture_model(name: &str) -> WorldModel {
+    let path = format!("{}/testdata/bzflag/{name}", env!("CARGO_MANIFEST_DIR"));
+    let blob = std::fs::read(path).expect("vendored capture");
+    WorldModel::build(&crate::bzflag::world::parse_blob(&blob).expect("world parses")).expect("model")
+}
+
+/// Random driving on the captured worlds (boxes, pyramids, bases, teleporters, meshes, arcs, cones, spheres):
+/// the tank never overlaps a solid, never leaves the world, never reports a speed the server would kick, and
+/// keeps moving.
+#[test]
+fn random_driving_on_captured_worlds_stays_legal() {
+    let worlds = [
+        ("01-ctf-world.bin", 800.0f32, capture_model("01-ctf-world.bin")),
+        ("02-custom-world.bin", 400.0, capture_model("02-custom-world.bin")),
+    ];
+    for seed in 1..=4u64 {
+        for (name, size, w) in &worlds {
+            let (name, size) = (*name, *size);
+            let mut s = settings(GameOptions::JUMPING, 3);
+            s.world_size = size;
+            let p = Physics::new(&VarStore::defaults(), Some(&s));
+            let mut rng = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(seed);
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                (rng >> 40) as f32 / (1u64 << 24) as f32
+            };
+            let mut t = Tank::new(3);
+            t.spawn([5.0, 5.0, 0.0], 0.0);
+            let mut c = Controls::default();
+            let mut travelled = 0.0;
+            let mut teleports = 0;
+            for i in 0..(30 * 240) {
+                if i % 30 == 0 {
+                    c = Controls { speed: next() * 1.5 - 0.5, turn: next() * 2.0 - 1.0, jump: next() < 0.1 };
+                }
+                let before = t.pos;
+                let r = t.step(1.0 / 30.0, c, &p, w);
+                c.jump = false;
+                teleports += usize::from(r.teleported.is_some());
+                if r.teleported.is_none() {
+                    travelled += (t.pos - before).length();
+                }
+                assert!(t.pos.is_finite() && t.vel.is_finite(), "{name} step {i}");
+                assert!(t.pos.x.abs() < size / 2.0 && t.pos.y.abs() < size / 2.0, "{name} step {i}: {:?}", t.pos);
+                let planar = t.vel.truncate().length();
+                if t.phydrv.is_none() {
+                    assert!(planar <= p.tank_speed * 1.05_f32.sqrt() + 1e-3, "{name} step {i}: speed {planar}");
+                }
+                if t.location != Location::InBuilding {
+                    let b = crate::bzflag::world::TankBox::new(t.pos, t.azimuth);
+                    if let Some(id) = w.tank_collides(&b) {
+                        let o = w.obstacle(id).map(|o| (o.kind, o.pos, o.size, o.angle));
+                        panic!(
+                            "{name} step {i}: inside {o:?} at {:?} {} {:?} from {before:?} {c:?}",
+                            t.pos, t.azimuth, t.location
+                        );
+                    }
+                }
+                assert!(t.is_alive());
+            }
+            assert!(travelled > 1000.0, "{name}: only {travelled} travelled");
+            eprintln!("{name} seed {seed}: travelled {travelled:.0}, {teleports} teleports");
+        }
+    }
+}
+
+#[test]
+fn a_tank_uses_the_captured_worlds_linked_teleporters() {
+    // In the custom capture world "alpha" (at (0, 60)) front links to "beta:b" (at (0, −60), turned 90°): a tank
+    // driving west into alpha's front comes out of beta's back heading south (the shot test in world::shots
+    // sees the same transform).
+    let w = capture_model("02-custom-world.bin");
+    let mut s = settings(GameOptions::JUMPING, 3);
+    s.world_size = 400.0;
+    let p = Physics::new(&VarStore::defaults(), Some(&s));
+    let mut t = Tank::new(5);
+    t.spawn([10.0, 60.0, 0.0], PI);
+    let reports = drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    let (from, to) = reports.iter().find_map(|r| r.teleported).expect("teleported");
+    assert_eq!((w.face_name(u32::from(from)), w.face_name(u32::from(to))), ("alpha:f".into(), "beta:b".into()));
+    assert!(close(t.pos.x, 0.0, 0.05) && t.pos.y < -60.0, "{:?}", t.pos);
+    assert!(close(t.azimuth, -FRAC_PI_2, 1e-3), "{}", t.azimuth);
+    assert!(t.vel.y < -20.0, "{:?}", t.vel);
+}
