@@ -7,7 +7,9 @@
 //!   flags and server variables. It takes bytes, datagrams and `now: Instant`, and gives back events, bytes to
 //!   send and its next deadline. It never touches a socket or the clock.
 //! * [`reactor`]: the only code that does I/O. One `mio::Poll` owns every socket and timer, for any number of
-//!   sessions (and, later, query engines).
+//!   sessions and query scans.
+//! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
+//!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
 //! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
 //! * [`world_cmd`]: the `world` command (fetch a world, print its model as text or JSON, draw an SVG map).
@@ -16,6 +18,7 @@
 pub mod bzflag;
 pub mod cache;
 pub mod observer;
+pub mod query;
 pub mod reactor;
 pub mod record;
 pub mod wire;

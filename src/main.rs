@@ -17,6 +17,8 @@ use bzhead::cache::WorldCache;
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionOptions};
 
+mod cli;
+
 /// Exit codes (documented in the README and `--help`).
 mod exit {
     pub const OK: u8 = 0;
@@ -43,7 +45,8 @@ enum Cmd {
     /// "/" are server commands.
     #[command(after_help = EXIT_CODES)]
     Observe(ObserveArgs),
-    /// Ask a server about its game without joining.
+    /// Ask servers about their game without joining: `query bzflag SERVER`, or `query PROTOCOL ADDR[:PORT]...` for
+    /// a plugin protocol (teeworlds, teeworlds7, quake3, warsow, dpmaster, savage2, srb2; see `bzhead plugins`).
     #[command(after_help = EXIT_CODES)]
     Query {
         #[command(subcommand)]
@@ -51,6 +54,10 @@ enum Cmd {
     },
     /// Feed a recording (made with `observe --record`) through the engine offline and print its events.
     Replay(ReplayArgs),
+    /// List the query plugins found (versions, protocols, default ports) and the files that failed to load.
+    Plugins(cli::query::PluginsArgs),
+    /// Query every server of a master's list or a list file, many at once, and print a table or JSON lines.
+    Scan(cli::query::ScanArgs),
     /// Download a server's world (or read a blob) and print its model: summary, JSON, SVG map.
     #[command(after_help = EXIT_CODES)]
     World(bzhead::world_cmd::WorldArgs),
@@ -114,6 +121,9 @@ enum QueryProto {
         #[arg(long, default_value_t = 5000)]
         timeout_ms: u64,
     },
+    /// Any other protocol: `query PROTOCOL ADDR[:PORT]... [--json] [--timeout-ms N] [--retries N]`.
+    #[command(external_subcommand)]
+    Plugin(Vec<String>),
 }
 
 #[derive(clap::Args)]
@@ -143,6 +153,9 @@ fn main() -> ExitCode {
             query_bzflag(&server, json, timeout_ms)
         }
         Cmd::Replay(a) => replay(a),
+        Cmd::Query { proto: QueryProto::Plugin(args) } => cli::query::query(args),
+        Cmd::Plugins(a) => cli::query::plugins(a),
+        Cmd::Scan(a) => cli::query::scan(a),
         Cmd::World(a) => bzhead::world_cmd::run(a),
     };
     ExitCode::from(code)

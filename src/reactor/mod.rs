@@ -7,7 +7,9 @@
 //! its next deadline.
 //!
 //! Sockets and timers are kept in slabs keyed by `mio::Token`, with a [`Source`] telling what each token is, so
-//! that other engines (the query scanner) can register their own UDP sockets and timers on the same poll.
+//! that other engines can register their own UDP sockets and timers on the same poll: [`crate::query::Scan`]s
+//! ([`Reactor::add_scan`]) get one unconnected UDP socket per address family and their deadline in the poll timeout,
+//! and their built-in `bzflag` queries run as query-only sessions here (see the `query` submodule).
 //!
 //! Every input an engine gets can be written to a recording ([`crate::record`]).
 
@@ -28,6 +30,9 @@ use crate::bzflag::event::Event;
 use crate::bzflag::session::{Channel, Session, SessionConfig, WorldRequest};
 use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
+
+mod query;
+pub use query::{ScanId, MAX_QUERY_UDP_QUEUE};
 
 /// Time allowed for a TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -51,6 +56,8 @@ pub enum Source {
     BzTcp(SessionId),
     /// A session's UDP socket.
     BzUdp(SessionId),
+    /// A scan's query socket (`true`: the IPv6 one).
+    QueryUdp(ScanId, bool),
 }
 
 /// Per-session options of the driver (not of the engine).
@@ -84,6 +91,10 @@ struct Conn {
     /// After a clean leave: until when we keep reading (and discarding) so that the server processes our
     /// `MsgExit` before the socket closes. Closing with unread data would send a reset instead.
     linger: Option<Instant>,
+    /// When the TCP connection was established.
+    connected_at: Option<Instant>,
+    /// The scan query this session answers (built-in TCP queries), whose events go to the scan.
+    owner: Option<query::Owner>,
 }
 
 /// The event loop. See the module documentation.
@@ -97,6 +108,8 @@ pub struct Reactor {
     buf: Vec<u8>,
     out: VecDeque<(SessionId, Instant, Event)>,
     waker: Arc<Waker>,
+    scans: Slab<query::ScanConn>,
+    scan_out: VecDeque<(ScanId, Instant, crate::query::ScanEvent)>,
 }
 
 impl Reactor {
@@ -114,6 +127,8 @@ impl Reactor {
             buf: vec![0; 64 * 1024],
             out: VecDeque::new(),
             waker,
+            scans: Slab::new(),
+            scan_out: VecDeque::new(),
         })
     }
 
@@ -166,6 +181,8 @@ impl Reactor {
             started: now,
             record_error: None,
             linger: None,
+            connected_at: None,
+            owner: None,
         });
         self.rearm(id.0);
         Ok(id)
@@ -201,9 +218,9 @@ impl Reactor {
         self.conns.get(id.0).is_none_or(|c| c.done)
     }
 
-    /// True when every session is done.
+    /// True when every session and every scan is done.
     pub fn all_done(&self) -> bool {
-        self.conns.iter().all(|(_, c)| c.done)
+        self.conns.iter().all(|(_, c)| c.done) && self.all_scans_done()
     }
 
     /// Removes a finished (or any) session, closing its sockets.
@@ -260,7 +277,11 @@ impl Reactor {
     /// handles everything that is ready. Returns early when woken by the [`Reactor::waker`].
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
-        let next = self.timers.peek().map(|Reverse((t, _, _))| t.saturating_duration_since(now));
+        let next = match (self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|t| t.saturating_duration_since(now));
         let timeout = match (next, max_wait) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -291,6 +312,7 @@ impl Reactor {
                     self.on_udp_ready(id.0, now, readable, writable);
                     touched.push(id.0);
                 }
+                Source::QueryUdp(id, v6) => self.on_query_udp_ready(id, v6, now, readable, writable),
             }
         }
         while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {
@@ -327,6 +349,8 @@ impl Reactor {
         for key in touched {
             self.pump(key, now);
         }
+        self.fire_scan_timers(now);
+        self.reap_scan_sessions();
         Ok(())
     }
 
@@ -384,6 +408,7 @@ impl Reactor {
             match c.tcp.peer_addr() {
                 Ok(_) => {
                     c.connected = true;
+                    c.connected_at = Some(now);
                     c.connect_deadline = None;
                     if let Some(r) = &mut c.recorder {
                         r.record(Kind::Connected, now, &[]);
@@ -526,9 +551,18 @@ impl Reactor {
                     }
                 }
             }
+            let owned = c.owner.is_some();
+            let mut owned_events = Vec::new();
             while let Some(e) = c.session.poll_event() {
                 progressed = true;
-                self.out.push_back((SessionId(key), now, e));
+                if owned {
+                    owned_events.push(e);
+                } else {
+                    self.out.push_back((SessionId(key), now, e));
+                }
+            }
+            for e in owned_events {
+                self.scan_session_event(key, now, e);
             }
             if !progressed {
                 break;

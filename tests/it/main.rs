@@ -9,5 +9,8 @@ mod captures;
 mod engine_captures;
 mod harness;
 mod observe;
+mod query_host;
+mod query_master;
+mod query_servers;
 mod reactor;
 mod world;

@@ -11,8 +11,11 @@
 
 mod bzadmin;
 mod bzfs;
+pub mod fake;
+pub mod gameservers;
 mod output;
 pub mod pcap;
+pub mod plugins;
 mod ports;
 mod process;
 mod tempdir;

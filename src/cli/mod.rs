@@ -1,0 +1,3 @@
+//! Command-line front ends kept out of `main.rs` (which only dispatches to them).
+
+pub mod query;

@@ -1,0 +1,600 @@
+//! `bzhead plugins`, `bzhead query PROTOCOL ADDR...` (plugin protocols; `query bzflag` stays in main.rs) and
+//! `bzhead scan`.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
+use bzhead::query::result::QueryResult;
+use bzhead::query::targets::{list_entries, resolve};
+use bzhead::query::{Scan, ScanConfig, ScanEvent, ScanStats, Target, BZFLAG, BZFLAG_PORT};
+use bzhead::reactor::Reactor;
+
+/// Exit codes of the query commands.
+mod exit {
+    pub const OK: u8 = 0;
+    pub const USAGE: u8 = 2;
+    pub const NO_ANSWER: u8 = 3;
+    pub const FAILED: u8 = 6;
+}
+
+/// Exit codes, for `--help`.
+pub const QUERY_EXIT_CODES: &str = "Exit codes: 0 every server answered, 2 usage (unknown protocol, bad address), \
+3 some server did not answer (timeout, refused), 6 some answer was malformed or a plugin failed.";
+
+/// Where plugins are looked for.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PluginDirs {
+    /// Look for query plugins in DIR first (repeatable); then $BZHEAD_PLUGIN_PATH, then beside the executable.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dir: Vec<PathBuf>,
+}
+
+/// `bzhead plugins`.
+#[derive(clap::Args, Debug)]
+pub struct PluginsArgs {
+    #[command(flatten)]
+    dirs: PluginDirs,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options shared by `query` and `scan`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct QueryOptions {
+    /// Wait this long for the answer to a first request (then twice as long per retry).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Re-send an unanswered request this many times.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    retries: u32,
+    /// A protocol parameter KEY=VALUE for the plugin (repeatable; e.g. mode=vanilla, query=info).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    #[command(flatten)]
+    dirs: PluginDirs,
+}
+
+/// `bzhead query PROTOCOL ADDR...` for every protocol but `bzflag` (parsed after clap's external subcommand).
+#[derive(Parser, Debug)]
+#[command(name = "bzhead query", after_help = QUERY_EXIT_CODES)]
+struct QueryArgs {
+    /// Protocol: teeworlds, teeworlds7, quake3, warsow, dpmaster, savage2, srb2 (see `bzhead plugins`), or bzflag.
+    protocol: String,
+    /// Servers, ADDR[:PORT] (the protocol's default port when none is given).
+    #[arg(required = true)]
+    servers: Vec<String>,
+    /// One JSON line per server instead of text.
+    #[arg(long)]
+    json: bool,
+    /// For dpmaster: the game name of the list (e.g. Quake3Arena, Warsow).
+    #[arg(long, value_name = "NAME")]
+    game: Option<String>,
+    /// For dpmaster: the game's protocol number (e.g. 68, 71, 22).
+    #[arg(long, value_name = "N")]
+    game_protocol: Option<String>,
+    #[command(flatten)]
+    opts: QueryOptions,
+}
+
+/// `bzhead scan`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = QUERY_EXIT_CODES)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["master", "list"])))]
+pub struct ScanArgs {
+    /// A master server, ADDR[:PORT], whose list is scanned.
+    #[arg(long, value_name = "ADDR")]
+    master: Option<String>,
+    /// A file with one ADDR[:PORT] per line (`#` comments).
+    #[arg(long, value_name = "FILE")]
+    list: Option<PathBuf>,
+    /// Protocol of the servers.
+    #[arg(long, value_name = "P")]
+    protocol: String,
+    /// Protocol of the master.
+    #[arg(long, value_name = "P", default_value = "dpmaster")]
+    master_protocol: String,
+    /// For the master: the game name of the list (e.g. Quake3Arena, Warsow).
+    #[arg(long, value_name = "NAME")]
+    game: Option<String>,
+    /// For the master: the game's protocol number (e.g. 68, 71, 22).
+    #[arg(long, value_name = "N")]
+    game_protocol: Option<String>,
+    /// For the master: list filters (e.g. "empty full", "ipv6").
+    #[arg(long, value_name = "F")]
+    filters: Option<String>,
+    /// Datagrams per second, all servers together.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    rate: u32,
+    /// Queries running at once.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    concurrency: usize,
+    /// One JSON line per server instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also list the servers that did not answer (the table shows answers only).
+    #[arg(long)]
+    all: bool,
+    /// No progress line, even on a terminal.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    opts: QueryOptions,
+}
+
+fn load(dirs: &PluginDirs) -> PluginSet {
+    let set = PluginSet::load_dirs(&search_dirs(&dirs.plugin_dir));
+    for e in set.errors() {
+        tracing::debug!(error = %e, "plugin not loaded");
+    }
+    set
+}
+
+fn random_seed() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+fn parse_params(raw: &[String]) -> Result<Vec<(String, String)>, String> {
+    raw.iter()
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+            _ => Err(format!("--param {p:?}: expected KEY=VALUE")),
+        })
+        .collect()
+}
+
+fn default_port(set: &PluginSet, protocol: &str) -> Option<u16> {
+    if protocol == BZFLAG {
+        return Some(BZFLAG_PORT);
+    }
+    set.protocol(protocol).map(|d| d.default_port)
+}
+
+fn unknown_protocol(set: &PluginSet, protocol: &str, dirs: &PluginDirs) -> String {
+    let mut known = vec![BZFLAG];
+    known.extend(set.protocol_names());
+    let mut msg = format!("unknown protocol {protocol:?}; known: {}", known.join(", "));
+    let searched: Vec<String> = search_dirs(&dirs.plugin_dir).iter().map(|d| d.display().to_string()).collect();
+    msg += &format!("\n  plugin directories searched: {}", searched.join(", "));
+    for e in set.errors() {
+        msg += &format!("\n  not loaded: {e}");
+    }
+    msg
+}
+
+fn config(opts: &QueryOptions, params: Vec<(String, String)>) -> ScanConfig {
+    ScanConfig {
+        timeout: Duration::from_millis(opts.timeout_ms.clamp(1, 600_000)),
+        retries: opts.retries.min(16),
+        seed: random_seed(),
+        params,
+        ..ScanConfig::default()
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ plugins
+
+/// `bzhead plugins`: what is loaded, with versions and protocols, and what failed to load.
+pub fn plugins(a: PluginsArgs) -> u8 {
+    let dirs = search_dirs(&a.dirs.plugin_dir);
+    let set = PluginSet::load_dirs(&dirs);
+    let out = io::stdout();
+    let mut out = out.lock();
+    if a.json {
+        let plugins: Vec<serde_json::Value> = set
+            .plugins()
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "name": p.name(),
+                    "version": p.version(),
+                    "path": p.path().display().to_string(),
+                    "catches_panics": p.catches_panics(),
+                    "protocols": p.protocols().iter().map(|d| serde_json::json!({
+                        "name": d.name,
+                        "kind": if d.kind == ProtocolKind::Master { "master" } else { "server" },
+                        "default_port": d.default_port,
+                        "description": d.description,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "abi_version": query_abi::ABI_VERSION,
+            "dirs": dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+            "builtin": [{"name": BZFLAG, "kind": "server", "default_port": BZFLAG_PORT,
+                         "description": "BZFlag 2.4 (TCP, built in)"}],
+            "plugins": plugins,
+            "errors": set.errors().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        });
+        let _ = writeln!(out, "{v}");
+        return exit::OK;
+    }
+    let _ = writeln!(out, "plugin ABI version {}", query_abi::ABI_VERSION);
+    let _ = writeln!(out, "searched: {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(out, "\nbuilt in\n  {BZFLAG:<12} server  port {BZFLAG_PORT:<5}  BZFlag 2.4 (TCP)");
+    for p in set.plugins() {
+        let _ = writeln!(out, "\n{} {} ({})", p.name(), p.version(), p.path().display());
+        if !p.catches_panics() {
+            let _ = writeln!(out, "  warning: built with panic=abort; a panic in it ends bzhead");
+        }
+        for d in p.protocols() {
+            let kind = if d.kind == ProtocolKind::Master { "master" } else { "server" };
+            let shadowed = set.plugin_for(&d.name).is_some_and(|w| !std::ptr::eq(w.as_ref(), p.as_ref()));
+            let note = if shadowed { " (shadowed by an earlier plugin)" } else { "" };
+            let _ = writeln!(out, "  {:<12} {kind:<6}  port {:<5}  {}{note}", d.name, d.default_port, d.description);
+        }
+    }
+    if !set.errors().is_empty() {
+        let _ = writeln!(out, "\nnot loaded");
+        for e in set.errors() {
+            let _ = writeln!(out, "  {e}");
+        }
+    }
+    exit::OK
+}
+
+// ------------------------------------------------------------------------------------------------ query
+
+/// `bzhead query PROTOCOL ADDR...` for a plugin protocol; `args` are the words after `query`.
+pub fn query(args: Vec<String>) -> u8 {
+    let mut argv = vec!["bzhead query".to_owned()];
+    argv.extend(args);
+    let a = match QueryArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit::USAGE } else { exit::OK };
+        }
+    };
+    let mut params = match parse_params(&a.opts.params) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::USAGE;
+        }
+    };
+    if let Some(g) = &a.game {
+        params.push(("game".into(), g.clone()));
+    }
+    if let Some(g) = &a.game_protocol {
+        params.push(("game_protocol".into(), g.clone()));
+    }
+    let set = load(&a.opts.dirs);
+    let Some(port) = default_port(&set, &a.protocol) else {
+        eprintln!("bzhead: {}", unknown_protocol(&set, &a.protocol, &a.opts.dirs));
+        return exit::USAGE;
+    };
+    let mut targets = Vec::new();
+    for s in &a.servers {
+        match resolve(s, port) {
+            Ok(addr) => targets.push(Target { params: Vec::new(), ..Target::new(&a.protocol, addr) }),
+            Err(e) => {
+                eprintln!("bzhead: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    let cfg = ScanConfig { pace: Duration::ZERO, ..config(&a.opts, params) };
+    let mut results = match run_scan(set, cfg, targets, |_| {}, |_, _| {}) {
+        Ok((r, _)) => r,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::FAILED;
+        }
+    };
+    results.sort_by_key(|r| r.index);
+    let out = io::stdout();
+    let mut out = out.lock();
+    for r in &results {
+        let text = if a.json { r.to_json_line() + "\n" } else { text_block(r) };
+        let _ = out.write_all(text.as_bytes());
+    }
+    let _ = out.flush();
+    exit_code(&results)
+}
+
+fn exit_code(results: &[QueryResult]) -> u8 {
+    use bzhead::query::ErrorKind;
+    let mut code = exit::OK;
+    for r in results {
+        if let Err(e) = &r.outcome {
+            code = match e.kind {
+                ErrorKind::Timeout | ErrorKind::Refused => code.max(exit::NO_ANSWER),
+                _ => exit::FAILED,
+            };
+        }
+    }
+    code
+}
+
+/// Runs a scan of `targets` on a fresh reactor until everything finished; `on_result` sees each result as it
+/// arrives and `on_tick` the counters after each turn.
+fn run_scan(
+    set: PluginSet,
+    cfg: ScanConfig,
+    targets: Vec<Target>,
+    mut on_result: impl FnMut(&QueryResult),
+    mut on_tick: impl FnMut(&ScanStats, usize),
+) -> Result<(Vec<QueryResult>, ScanStats), String> {
+    let mut reactor = Reactor::new().map_err(|e| format!("cannot start the event loop: {e}"))?;
+    let now = Instant::now();
+    let mut scan = Scan::new(set, cfg, now);
+    for t in targets {
+        let _ = scan.add_target(now, t); // duplicates are counted and skipped
+    }
+    let id = reactor.add_scan(scan);
+    let mut results = Vec::new();
+    loop {
+        while let Some((_, _, ev)) = reactor.poll_scan_event() {
+            let ScanEvent::Result(r) = ev;
+            on_result(&r);
+            results.push(r);
+        }
+        if let Some(s) = reactor.scan(id) {
+            on_tick(&s.stats(), s.pending() + s.running());
+        }
+        if reactor.is_scan_done(id) {
+            break;
+        }
+        reactor.turn(Some(Duration::from_millis(100))).map_err(|e| format!("event loop failed: {e}"))?;
+    }
+    let stats = reactor.scan(id).map(Scan::stats).unwrap_or_default();
+    Ok((results, stats))
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string)
+}
+
+fn json_cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "-".into(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// The text form of one result.
+fn text_block(r: &QueryResult) -> String {
+    let mut s = String::new();
+    let ping = r.ping_ms.map(|p| format!(", ping {p} ms")).unwrap_or_default();
+    match &r.outcome {
+        Err(e) => s += &format!("{} ({}): {e}\n", r.address, r.protocol),
+        Ok(a) => {
+            s += &format!("{} ({}): ok{ping}\n", r.address, r.protocol);
+            if let Some(servers) = &a.servers {
+                s += &format!("  servers: {}\n", servers.len());
+                for srv in servers {
+                    s += &format!("    {srv}\n");
+                }
+            } else {
+                s += &format!("  name: {}\n  map: {}\n  game type: {}\n", opt(&a.name), opt(&a.map), opt(&a.game_type));
+                s += &format!("  players: {}/{}", opt(&a.players), opt(&a.max_players));
+                if let Some(b) = a.bots {
+                    s += &format!(" ({b} bots)");
+                }
+                s += "\n";
+                s += &format!(
+                    "  password: {}\n  version: {}\n",
+                    a.password.map_or("-", |p| if p { "yes" } else { "no" }),
+                    opt(&a.version)
+                );
+                match &a.player_list {
+                    None => s += "  player list: unknown\n",
+                    Some(list) if list.is_empty() => {}
+                    Some(list) => {
+                        s += &format!("  {:<24} {:>8} {:>6} {:>6}\n", "player", "score", "team", "ping");
+                        for p in list {
+                            s += &format!(
+                                "  {:<24} {:>8} {:>6} {:>6}\n",
+                                p.name,
+                                json_cell(&p.score),
+                                json_cell(&p.team),
+                                json_cell(&p.ping)
+                            );
+                        }
+                    }
+                }
+                if !a.rules.is_empty() {
+                    s += "  rules:";
+                    for (k, v) in &a.rules.0 {
+                        s += &format!(" {k}={}", json_cell(v));
+                    }
+                    s += "\n";
+                }
+            }
+        }
+    }
+    s
+}
+
+// ------------------------------------------------------------------------------------------------ scan
+
+const TABLE_HEADER: &str = "ADDRESS                                  PING_MS  PLAYERS  MAP              NAME";
+
+fn table_row(r: &QueryResult) -> String {
+    let ping = r.ping_ms.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}"));
+    match &r.outcome {
+        Ok(a) => format!(
+            "{:<40} {:>7}  {:>7}  {:<16} {}",
+            r.address.to_string(),
+            ping,
+            format!("{}/{}", opt(&a.players), opt(&a.max_players)),
+            truncate(a.map.as_deref().unwrap_or("-"), 16),
+            a.name.as_deref().unwrap_or("-")
+        ),
+        Err(e) => format!("{:<40} {:>7}  {:>7}  {:<16} ({e})", r.address.to_string(), "-", "-", "-"),
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        s.chars().take(n.saturating_sub(1)).chain(std::iter::once('~')).collect()
+    }
+}
+
+/// `bzhead scan`.
+pub fn scan(a: ScanArgs) -> u8 {
+    let params = match parse_params(&a.opts.params) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::USAGE;
+        }
+    };
+    let set = load(&a.opts.dirs);
+    let Some(port) = default_port(&set, &a.protocol) else {
+        eprintln!("bzhead: {}", unknown_protocol(&set, &a.protocol, &a.opts.dirs));
+        return exit::USAGE;
+    };
+    if set.protocol(&a.protocol).is_some_and(|d| d.kind == ProtocolKind::Master) {
+        eprintln!("bzhead: {} is a master protocol; use it with --master (and --master-protocol)", a.protocol);
+        return exit::USAGE;
+    }
+    let mut targets = Vec::new();
+    let mut master_proto = None;
+    if let Some(m) = &a.master {
+        let Some(mport) = default_port(&set, &a.master_protocol) else {
+            eprintln!("bzhead: {}", unknown_protocol(&set, &a.master_protocol, &a.opts.dirs));
+            return exit::USAGE;
+        };
+        if set.protocol(&a.master_protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
+            eprintln!("bzhead: {} is not a master protocol", a.master_protocol);
+            return exit::USAGE;
+        }
+        let addr = match resolve(m, mport) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("bzhead: master {e}");
+                return exit::USAGE;
+            }
+        };
+        let mut mparams = Vec::new();
+        for (k, v) in [("game", &a.game), ("game_protocol", &a.game_protocol), ("filters", &a.filters)] {
+            if let Some(v) = v {
+                mparams.push((k.to_owned(), v.clone()));
+            }
+        }
+        targets.push(Target {
+            protocol: a.master_protocol.clone(),
+            addr,
+            params: mparams,
+            expand: Some((a.protocol.clone(), Vec::new())),
+        });
+        master_proto = Some(a.master_protocol.clone());
+    }
+    if let Some(path) = &a.list {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("bzhead: cannot read {}: {e}", path.display());
+                return exit::USAGE;
+            }
+        };
+        for (line, entry) in list_entries(&text) {
+            match resolve(entry, port) {
+                Ok(addr) => targets.push(Target::new(&a.protocol, addr)),
+                Err(e) => eprintln!("bzhead: {}:{line}: {e} (skipped)", path.display()),
+            }
+        }
+    }
+    // The master gets the plugin parameters of the servers only through its own flags.
+    let cfg = ScanConfig {
+        rate: a.rate.max(1),
+        burst: (a.rate / 20).clamp(1, 1000),
+        concurrency: a.concurrency.max(1),
+        ..config(&a.opts, params)
+    };
+    let started = Instant::now();
+    let progress = !a.quiet && io::stderr().is_terminal();
+    let out = io::stdout();
+    let mut out = io::BufWriter::new(out.lock());
+    if !a.json {
+        let _ = writeln!(out, "{TABLE_HEADER}");
+    }
+    let mut master_failed = None;
+    let mut last_progress = Instant::now();
+    let run = run_scan(
+        set,
+        cfg,
+        targets,
+        |r| {
+            if master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0 {
+                match &r.outcome {
+                    Ok(ans) => eprintln!(
+                        "bzhead: master {} listed {} servers",
+                        r.address,
+                        ans.servers.as_ref().map_or(0, Vec::len)
+                    ),
+                    Err(e) => master_failed = Some(format!("master {}: {e}", r.address)),
+                }
+                if a.json {
+                    let _ = writeln!(out, "{}", r.to_json_line());
+                }
+                return;
+            }
+            if a.json {
+                let _ = writeln!(out, "{}", r.to_json_line());
+            } else if r.is_ok() || a.all {
+                let _ = writeln!(out, "{}", table_row(r));
+            }
+            let _ = out.flush();
+        },
+        |st, left| {
+            if progress && last_progress.elapsed() >= Duration::from_millis(100) {
+                last_progress = Instant::now();
+                eprint!(
+                    "\r\x1b[K[{} done, {left} to go] answered {}, timed out {}, malformed {}",
+                    st.finished, st.answered, st.timed_out, st.malformed
+                );
+            }
+        },
+    );
+    if progress {
+        eprint!("\r\x1b[K");
+    }
+    let _ = out.flush();
+    let (results, stats) = match run {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::FAILED;
+        }
+    };
+    let servers: Vec<QueryResult> = results
+        .into_iter()
+        .filter(|r| !(master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0))
+        .collect();
+    let count = |kind: bzhead::query::ErrorKind| {
+        servers.iter().filter(|r| matches!(&r.outcome, Err(e) if e.kind == kind)).count()
+    };
+    let answered = servers.iter().filter(|r| r.is_ok()).count();
+    let (timed_out, malformed) = (count(bzhead::query::ErrorKind::Timeout), count(bzhead::query::ErrorKind::Malformed));
+    eprintln!(
+        "bzhead: scanned {} servers: {answered} answered, {timed_out} timed out, {malformed} malformed, {} other \
+         errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored)",
+        servers.len(),
+        servers.len() - answered - timed_out - malformed,
+        started.elapsed().as_secs_f64(),
+        stats.sent,
+        stats.received,
+        stats.unsolicited + stats.ignored,
+    );
+    if let Some(m) = master_failed {
+        eprintln!("bzhead: {m}");
+        return exit::NO_ANSWER;
+    }
+    exit_code(&servers)
+}

@@ -1,0 +1,30 @@
+//! The server-query host: C-ABI protocol plugins, a sans-IO scheduler, and the shared result shape.
+//!
+//! * [`loader`]: finds plugin libraries (`--plugin-dir`, `BZHEAD_PLUGIN_PATH`, beside the executable) and checks
+//!   each table before first use.
+//! * [`plugin`]: calls into a loaded plugin (instances) and the host callbacks that copy and validate everything a
+//!   plugin reports. With [`loader`], the only `unsafe` code of this crate.
+//! * [`scan`]: the scheduler ([`scan::Scan`]): concurrency, a global send rate, per-server pace, timeouts, ping,
+//!   demultiplexing by source address, master expansion. Sans-IO: the [`crate::reactor::Reactor`] drives it over
+//!   one UDP socket per address family, next to BZFlag sessions on the same poll.
+//! * [`result`]: the result shape every protocol's answer is printed in.
+//! * [`targets`]: addresses with default ports, list files.
+//!
+//! Protocol names: `bzflag` is built in ([`BZFLAG`], run as a TCP session by the reactor); every other name comes
+//! from a plugin (`teeworlds`, `teeworlds7`, `quake3`, `warsow`, `dpmaster`, `savage2`, `srb2`).
+
+pub mod loader;
+pub mod plugin;
+pub mod result;
+pub mod scan;
+pub mod targets;
+
+pub use loader::{PluginError, PluginLibrary, PluginSet, ProtocolDesc, ProtocolKind};
+pub use result::{Answer, ErrorKind, QueryError, QueryResult};
+pub use scan::{Scan, ScanConfig, ScanEvent, ScanStats, Target};
+
+/// The built-in BZFlag protocol (a TCP query session of the BZFlag engine, run by the reactor).
+pub const BZFLAG: &str = "bzflag";
+
+/// Default port of the built-in `bzflag` protocol.
+pub const BZFLAG_PORT: u16 = crate::bzflag::consts::DEFAULT_PORT;

@@ -1,0 +1,1035 @@
+//! The query scheduler: many server queries over one UDP socket per address family, as a sans-IO engine.
+//!
+//! A [`Scan`] owns a queue of [`Target`]s and runs them through plugin instances (and the built-in `bzflag`
+//! protocol, which the reactor runs as a TCP session). It never touches a socket or the clock: the driver (the
+//! [`crate::reactor::Reactor`], or a test) feeds it datagrams and `now`, and drains its outputs:
+//!
+//! * inputs: [`Scan::add_target`], [`Scan::handle_datagram`], [`Scan::handle_timeout`], [`Scan::handle_send_error`],
+//!   [`Scan::handle_tcp_result`];
+//! * outputs, each drained until `None`: [`Scan::poll_transmit`] (datagrams to send), [`Scan::poll_tcp_query`]
+//!   (built-in TCP queries to start), [`Scan::poll_event`] (finished queries), [`Scan::poll_timeout`] (when to call
+//!   [`Scan::handle_timeout`] next).
+//!
+//! Scheduling:
+//! * **Concurrency**: at most [`ScanConfig::concurrency`] queries run at once; the rest wait in FIFO order.
+//! * **Send rate**: a token bucket of [`ScanConfig::rate`] datagrams per second (burst [`ScanConfig::burst`]). A
+//!   query starts only when a token is available; datagrams of running queries (retries, handshakes, page
+//!   requests) are never held back (that would distort their timing and ping) but are charged to the bucket, so
+//!   the average rate holds.
+//! * **Per-server pace**: one query at a time per server address (replies are matched by source address), and a
+//!   new query to the same address starts no sooner than [`ScanConfig::pace`] after the previous one ended (ioq3
+//!   answers one address about once a second after a burst; DDNet limits info replies per second).
+//! * **Timeouts and retries**: each plugin waits [`ScanConfig::timeout`] for an answer, re-sends up to
+//!   [`ScanConfig::retries`] times with doubling waits (the plugin's own backoff), and the host ends any query that
+//!   has not finished by a hard deadline derived from both (a plugin that never finishes cannot hold a slot).
+//! * **Ping**: measured by the host, from the last datagram sent for the query to the first datagram the plugin
+//!   accepted.
+//! * **Demultiplexing**: a datagram goes to the query running for its source address, whose plugin checks its
+//!   token or challenge; datagrams from other addresses, or that the plugin ignores, are counted
+//!   ([`ScanStats::unsolicited`], [`ScanStats::ignored`]) and dropped.
+//! * **Isolation**: a plugin that panics, reports invalid data, floods, or busy-loops on timeouts fails its own
+//!   query with [`ErrorKind::Plugin`]; its instance is destroyed and every other query goes on.
+//! * **Masters**: a target with [`Target::expand`] is a master query; each server it lists becomes a new target
+//!   (deduplicated) with the expansion's protocol.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use slab::Slab;
+use tracing::{debug, error, info, trace, warn};
+
+use super::loader::{PluginLibrary, PluginSet, ProtocolKind};
+use super::plugin::{CallError, Handled, InstanceOptions, PluginHost, PluginInstance, Report};
+use super::result::{Answer, ErrorKind, PlayerEntry, QueryError, QueryResult};
+use super::BZFLAG;
+
+/// Most players kept for one query.
+pub const MAX_PLAYERS: usize = 4096;
+/// Most rules (and most raw fields) kept for one query.
+pub const MAX_FIELDS: usize = 4096;
+/// Most servers kept from one master query.
+pub const MAX_MASTER_ENTRIES: usize = 1 << 20;
+/// Most datagrams one query may send over its life.
+pub const MAX_SENDS_PER_QUERY: usize = 1024;
+/// Most `on_timeout` calls one query may need.
+pub const MAX_TIMEOUT_CALLS: u32 = 1000;
+/// Most targets waiting to start.
+pub const MAX_PENDING: usize = 1 << 22;
+
+/// How a [`Scan`] schedules its queries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanConfig {
+    /// Most queries running at once (at least 1).
+    pub concurrency: usize,
+    /// Datagrams per second, all queries together (at least 1).
+    pub rate: u32,
+    /// Datagrams that may go out back to back before the rate applies (at least 1).
+    pub burst: u32,
+    /// Least time between the end of a query to an address and the start of the next one to it.
+    pub pace: Duration,
+    /// How long a plugin waits for the answer to its first request (then doubling per retry).
+    pub timeout: Duration,
+    /// How many times an unanswered request may be re-sent.
+    pub retries: u32,
+    /// Seed for the plugins' tokens and challenges (fill it from a good random source).
+    pub seed: u64,
+    /// Highest plugin log level passed on (`query_abi::LOG_*`).
+    pub max_log_level: i32,
+    /// Parameters given to every plugin query (before each target's own).
+    pub params: Vec<(String, String)>,
+}
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        ScanConfig {
+            concurrency: 1000,
+            rate: 1000,
+            burst: 50,
+            pace: Duration::from_secs(1),
+            timeout: Duration::from_millis(1000),
+            retries: 2,
+            seed: 0,
+            max_log_level: query_abi::LOG_INFO,
+            params: Vec::new(),
+        }
+    }
+}
+
+impl ScanConfig {
+    /// The host's deadline for a query that started at `start`: the plugin's own waits (doubling per retry, each
+    /// at least a second because some servers answer at most once a second), twice, plus two seconds.
+    pub fn hard_timeout(&self) -> Duration {
+        let t = self.timeout.max(Duration::from_millis(1));
+        let mut sum = Duration::ZERO;
+        for attempt in 0..=self.retries.min(16) {
+            sum = sum.saturating_add((t * (1u32 << attempt.min(2))).max(Duration::from_secs(1)));
+        }
+        sum.saturating_mul(2).saturating_add(Duration::from_secs(2))
+    }
+}
+
+/// One server (or master) to query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Protocol name.
+    pub protocol: String,
+    /// Address.
+    pub addr: SocketAddr,
+    /// Protocol parameters for this target (after the scan's).
+    pub params: Vec<(String, String)>,
+    /// For a master: query every server it lists with this protocol and these parameters.
+    pub expand: Option<(String, Vec<(String, String)>)>,
+}
+
+impl Target {
+    /// A server query.
+    pub fn new(protocol: &str, addr: SocketAddr) -> Target {
+        Target { protocol: protocol.to_owned(), addr, params: Vec::new(), expand: None }
+    }
+}
+
+/// Counters of a scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Targets accepted.
+    pub targets: u64,
+    /// Queries started.
+    pub started: u64,
+    /// Queries finished.
+    pub finished: u64,
+    /// Answered.
+    pub answered: u64,
+    /// Timed out.
+    pub timed_out: u64,
+    /// Malformed answers.
+    pub malformed: u64,
+    /// Refused.
+    pub refused: u64,
+    /// Plugin failures (panics, invalid reports, floods).
+    pub plugin_errors: u64,
+    /// Other failures (unknown protocol, bad parameters...).
+    pub other_errors: u64,
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams received.
+    pub received: u64,
+    /// Datagrams from addresses no query was waiting for (dropped).
+    pub unsolicited: u64,
+    /// Datagrams from a queried address that its plugin did not accept (wrong token or challenge, late
+    /// duplicates; dropped).
+    pub ignored: u64,
+    /// Targets left out as duplicates.
+    pub duplicates: u64,
+}
+
+/// A datagram to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// Destination.
+    pub to: SocketAddr,
+    /// Payload.
+    pub data: Vec<u8>,
+}
+
+/// Identifies one built-in TCP query, for [`Scan::handle_tcp_result`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcpQueryId {
+    key: usize,
+    tag: u64,
+}
+
+/// A built-in (TCP) query the driver must run: a BZFlag query session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpQuery {
+    /// Pass back to [`Scan::handle_tcp_result`].
+    pub id: TcpQueryId,
+    /// Protocol (`bzflag`).
+    pub protocol: String,
+    /// Server.
+    pub addr: SocketAddr,
+    /// Time allowed for each step.
+    pub timeout: Duration,
+}
+
+/// What a scan reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScanEvent {
+    /// A query finished.
+    Result(QueryResult),
+}
+
+/// Why [`Scan::add_target`] refused a target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddError {
+    /// The same protocol and address are already queued or done.
+    Duplicate,
+    /// Too many targets waiting.
+    Full,
+}
+
+impl fmt::Display for AddError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AddError::Duplicate => f.write_str("duplicate target"),
+            AddError::Full => write!(f, "more than {MAX_PENDING} targets waiting"),
+        }
+    }
+}
+
+impl std::error::Error for AddError {}
+
+enum Runner {
+    Plugin(PluginInstance),
+    Tcp,
+}
+
+struct Query {
+    index: usize,
+    target: Target,
+    tag: u64,
+    runner: Runner,
+    hard_deadline: Instant,
+    plugin_deadline: Option<Instant>,
+    armed: Option<Instant>,
+    last_timeout_call: Option<Instant>,
+    timeout_calls: u32,
+    last_send: Option<Instant>,
+    ping: Option<Duration>,
+    sends: usize,
+    answer: Answer,
+    players: Vec<PlayerEntry>,
+    list_complete: bool,
+    entries: Vec<SocketAddr>,
+    entry_set: HashSet<SocketAddr>,
+    kind: ProtocolKind,
+}
+
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+    rate: f64,
+    burst: f64,
+}
+
+impl Bucket {
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = self.last.max(now);
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+    }
+
+    /// When a token will be available (now if one is).
+    fn ready_at(&self, now: Instant) -> Instant {
+        if self.tokens >= 1.0 {
+            return now;
+        }
+        let wait = (1.0 - self.tokens) / self.rate;
+        now + Duration::from_secs_f64(wait.clamp(0.0, 3600.0))
+    }
+}
+
+/// The scheduler. See the module documentation.
+pub struct Scan {
+    config: ScanConfig,
+    plugins: PluginSet,
+    host: PluginHost,
+    epoch: Instant,
+    pending: VecDeque<(usize, Target)>,
+    known: HashSet<(String, SocketAddr)>,
+    next_index: usize,
+    next_tag: u64,
+    running: Slab<Query>,
+    by_addr: HashMap<SocketAddr, usize>,
+    last_end: HashMap<SocketAddr, Instant>,
+    timers: BinaryHeap<Reverse<(Instant, u64, usize, u64)>>,
+    timer_seq: u64,
+    admit_at: Option<Instant>,
+    bucket: Bucket,
+    transmits: VecDeque<Transmit>,
+    tcp: VecDeque<TcpQuery>,
+    events: VecDeque<ScanEvent>,
+    stats: ScanStats,
+    reports: Vec<Report>,
+}
+
+impl fmt::Debug for Scan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scan")
+            .field("pending", &self.pending.len())
+            .field("running", &self.running.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn normalize(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => SocketAddr::new((*v6.ip()).into(), v6.port()),
+        },
+        v4 => v4,
+    }
+}
+
+/// splitmix64: one seed per query from the scan's seed.
+fn derive_seed(seed: u64, n: u64) -> u64 {
+    let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Scan {
+    /// A scan with these plugins, starting its clock at `now`.
+    pub fn new(plugins: PluginSet, mut config: ScanConfig, now: Instant) -> Scan {
+        config.concurrency = config.concurrency.max(1);
+        config.rate = config.rate.max(1);
+        config.burst = config.burst.max(1);
+        let bucket = Bucket {
+            tokens: f64::from(config.burst),
+            last: now,
+            rate: f64::from(config.rate),
+            burst: f64::from(config.burst),
+        };
+        Scan {
+            config,
+            plugins,
+            host: PluginHost::new(),
+            epoch: now,
+            pending: VecDeque::new(),
+            known: HashSet::new(),
+            next_index: 0,
+            next_tag: 1,
+            running: Slab::new(),
+            by_addr: HashMap::new(),
+            last_end: HashMap::new(),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            admit_at: None,
+            bucket,
+            transmits: VecDeque::new(),
+            tcp: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: ScanStats::default(),
+            reports: Vec::new(),
+        }
+    }
+
+    /// The plugins this scan uses.
+    pub fn plugins(&self) -> &PluginSet {
+        &self.plugins
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ScanConfig {
+        &self.config
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> ScanStats {
+        self.stats
+    }
+
+    /// Targets waiting to start.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Queries running.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// True when nothing is waiting, running or left to drain but events.
+    pub fn is_done(&self) -> bool {
+        self.pending.is_empty() && self.running.is_empty() && self.transmits.is_empty() && self.tcp.is_empty()
+    }
+
+    /// True when `protocol` is built in (run by the driver over TCP) or served by a loaded plugin.
+    pub fn knows(&self, protocol: &str) -> bool {
+        protocol == BZFLAG || self.plugins.plugin_for(protocol).is_some()
+    }
+
+    /// Queues a target; returns its index (its position among all targets, for ordering results).
+    pub fn add_target(&mut self, now: Instant, mut target: Target) -> Result<usize, AddError> {
+        target.addr = normalize(target.addr);
+        if self.pending.len() >= MAX_PENDING {
+            return Err(AddError::Full);
+        }
+        if !self.known.insert((target.protocol.clone(), target.addr)) {
+            self.stats.duplicates += 1;
+            return Err(AddError::Duplicate);
+        }
+        let index = self.next_index;
+        self.next_index += 1;
+        self.stats.targets += 1;
+        self.pending.push_back((index, target));
+        self.admit(now);
+        Ok(index)
+    }
+
+    /// A datagram arrived from `from`.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        self.stats.received += 1;
+        let from = normalize(from);
+        let Some(&key) = self.by_addr.get(&from) else {
+            self.stats.unsolicited += 1;
+            trace!(%from, len = data.len(), "unsolicited datagram dropped");
+            return;
+        };
+        let now_ms = self.ms(now);
+        let mut reports = std::mem::take(&mut self.reports);
+        reports.clear();
+        let Some(q) = self.running.get_mut(key) else { return };
+        let Runner::Plugin(inst) = &mut q.runner else {
+            self.stats.unsolicited += 1;
+            self.reports = reports;
+            return;
+        };
+        let r = inst.on_datagram(now_ms, from, data, &mut reports);
+        match r {
+            Ok(Handled::Accepted) => {
+                if q.ping.is_none() {
+                    q.ping = q.last_send.map(|t| now.saturating_duration_since(t));
+                }
+                self.after_call(now, key, &mut reports, Ok(()));
+            }
+            Ok(Handled::Ignored) => {
+                self.stats.ignored += 1;
+                debug!(%from, len = data.len(), "datagram ignored by the plugin (token, challenge or late)");
+                self.after_call(now, key, &mut reports, Ok(()));
+            }
+            Err(e) => self.after_call(now, key, &mut reports, Err(e)),
+        }
+        self.reports = reports;
+        self.admit(now);
+    }
+
+    /// A send to `to` failed (not `WouldBlock`): the query to that address fails as refused when the error says the
+    /// destination cannot be reached.
+    pub fn handle_send_error(&mut self, now: Instant, to: SocketAddr, err: &io::Error) {
+        let to = normalize(to);
+        let fatal = matches!(
+            err.kind(),
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::NetworkUnreachable
+                | io::ErrorKind::HostUnreachable
+                | io::ErrorKind::AddrNotAvailable
+                | io::ErrorKind::PermissionDenied
+                | io::ErrorKind::InvalidInput
+        );
+        debug!(%to, error = %err, fatal, "send failed");
+        if !fatal {
+            return;
+        }
+        if let Some(&key) = self.by_addr.get(&to) {
+            self.finish(now, key, Err(QueryError::new(ErrorKind::Refused, format!("cannot send to {to}: {err}"))));
+            self.admit(now);
+        }
+    }
+
+    /// The outcome of a built-in TCP query started from [`Scan::poll_tcp_query`] (`ping` measured by the driver).
+    /// Outcomes of queries that already ended (the host deadline passed) are ignored.
+    pub fn handle_tcp_result(
+        &mut self,
+        now: Instant,
+        id: TcpQueryId,
+        outcome: Result<Answer, QueryError>,
+        ping: Option<Duration>,
+    ) {
+        let Some(q) = self.running.get_mut(id.key) else { return };
+        if q.tag != id.tag {
+            return;
+        }
+        q.ping = ping;
+        self.finish(now, id.key, outcome);
+        self.admit(now);
+    }
+
+    /// Fires every due deadline (spurious calls are harmless).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&Reverse((t, _, key, tag))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(q) = self.running.get_mut(key) else { continue };
+            if q.tag != tag || q.armed != Some(t) {
+                continue; // stale
+            }
+            q.armed = None;
+            if now >= q.hard_deadline {
+                let detail = match q.runner {
+                    Runner::Tcp => "no answer in time".to_owned(),
+                    Runner::Plugin(ref inst) => {
+                        format!("no result from the {} plugin by the host's deadline", inst.plugin().name())
+                    }
+                };
+                self.finish(now, key, Err(QueryError::new(ErrorKind::Timeout, detail)));
+                continue;
+            }
+            if q.plugin_deadline.is_some_and(|d| d <= now) {
+                q.timeout_calls += 1;
+                q.last_timeout_call = Some(now);
+                if q.timeout_calls > MAX_TIMEOUT_CALLS {
+                    let name = plugin_name(q).to_owned();
+                    self.finish(
+                        now,
+                        key,
+                        Err(QueryError::new(
+                            ErrorKind::Plugin,
+                            format!("the {name} plugin asked for more than {MAX_TIMEOUT_CALLS} timeouts (busy loop)"),
+                        )),
+                    );
+                    continue;
+                }
+                let now_ms = self.ms(now);
+                let mut reports = std::mem::take(&mut self.reports);
+                reports.clear();
+                let r = match self.running.get_mut(key).map(|q| &mut q.runner) {
+                    Some(Runner::Plugin(inst)) => inst.on_timeout(now_ms, &mut reports),
+                    _ => Ok(()),
+                };
+                self.after_call(now, key, &mut reports, r);
+                self.reports = reports;
+            } else {
+                self.rearm(key);
+            }
+        }
+        self.admit(now);
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next built-in TCP query to start.
+    pub fn poll_tcp_query(&mut self) -> Option<TcpQuery> {
+        self.tcp.pop_front()
+    }
+
+    /// The next finished query.
+    pub fn poll_event(&mut self) -> Option<ScanEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Scan::handle_timeout`] should be called next.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        // Drop stale heap tops so the answer is a real deadline.
+        while let Some(&Reverse((t, _, key, tag))) = self.timers.peek() {
+            match self.running.get(key) {
+                Some(q) if q.tag == tag && q.armed == Some(t) => break,
+                _ => {
+                    self.timers.pop();
+                }
+            }
+        }
+        let timer = self.timers.peek().map(|Reverse((t, ..))| *t);
+        match (timer, self.admit_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------- internals
+
+    fn ms(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Starts what may start now; notes when to look again.
+    fn admit(&mut self, now: Instant) {
+        self.admit_at = None;
+        self.bucket.refill(now);
+        let mut blocked_until: Option<Instant> = None;
+        let mut rotations = self.pending.len();
+        while self.running.len() < self.config.concurrency && rotations > 0 {
+            if self.bucket.tokens < 1.0 {
+                let at = self.bucket.ready_at(now);
+                blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
+                break;
+            }
+            let Some((index, target)) = self.pending.pop_front() else { break };
+            rotations -= 1;
+            if self.by_addr.contains_key(&target.addr) {
+                // Busy: it is looked at again when that query ends (which calls `admit`).
+                self.pending.push_back((index, target));
+                continue;
+            }
+            if let Some(end) = self.last_end.get(&target.addr) {
+                let at = *end + self.config.pace;
+                if at > now {
+                    blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
+                    self.pending.push_back((index, target));
+                    continue;
+                }
+            }
+            self.start(now, index, target);
+        }
+        self.admit_at = blocked_until;
+    }
+
+    fn start(&mut self, now: Instant, index: usize, target: Target) {
+        self.stats.started += 1;
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        let addr = target.addr;
+        let kind = if target.protocol == BZFLAG {
+            ProtocolKind::Server
+        } else {
+            self.plugins.protocol(&target.protocol).map_or(ProtocolKind::Server, |d| d.kind)
+        };
+        let entry = self.running.vacant_entry();
+        let key = entry.key();
+        entry.insert(Query {
+            index,
+            target,
+            tag,
+            runner: Runner::Tcp,
+            hard_deadline: now + self.config.hard_timeout(),
+            plugin_deadline: None,
+            armed: None,
+            last_timeout_call: None,
+            timeout_calls: 0,
+            last_send: None,
+            ping: None,
+            sends: 0,
+            answer: Answer::default(),
+            players: Vec::new(),
+            list_complete: true,
+            entries: Vec::new(),
+            entry_set: HashSet::new(),
+            kind,
+        });
+        self.by_addr.insert(addr, key);
+        let protocol = self.running[key].target.protocol.clone();
+        if protocol == BZFLAG {
+            self.bucket.tokens -= 1.0;
+            self.stats.sent += 1;
+            self.running[key].last_send = Some(now);
+            self.tcp.push_back(TcpQuery { id: TcpQueryId { key, tag }, protocol, addr, timeout: self.config.timeout });
+            self.rearm(key);
+            return;
+        }
+        let Some(lib) = self.plugins.plugin_for(&protocol).cloned() else {
+            let known = self.plugins.protocol_names().join(", ");
+            let detail = if known.is_empty() {
+                format!("no plugin speaks {protocol:?} (no plugin loaded)")
+            } else {
+                format!("no plugin speaks {protocol:?} (loaded: {BZFLAG}, {known})")
+            };
+            self.finish(now, key, Err(QueryError::new(ErrorKind::Unsupported, detail)));
+            return;
+        };
+        let q = &self.running[key];
+        let mut params = self.config.params.clone();
+        params.extend(q.target.params.iter().cloned());
+        let options = InstanceOptions {
+            timeout_ms: u32::try_from(self.config.timeout.as_millis()).unwrap_or(u32::MAX).max(1),
+            retries: self.config.retries,
+            max_log_level: self.config.max_log_level,
+            seed: derive_seed(self.config.seed, tag),
+            params,
+        };
+        let mut reports = std::mem::take(&mut self.reports);
+        reports.clear();
+        let created =
+            PluginInstance::create(&self.host, &lib, &protocol, addr, tag, self.ms(now), &options, &mut reports);
+        let r = match created {
+            Ok(inst) => {
+                self.running[key].runner = Runner::Plugin(inst);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        let r = r.map_err(|e| (e, lib));
+        match r {
+            Ok(()) => self.after_call(now, key, &mut reports, Ok(())),
+            Err((e, lib)) => {
+                self.log_reports(&lib, addr, &reports);
+                let err = create_error(&lib, &protocol, e);
+                self.finish(now, key, Err(err));
+            }
+        }
+        self.reports = reports;
+    }
+
+    fn log_reports(&self, lib: &Rc<PluginLibrary>, addr: SocketAddr, reports: &[Report]) {
+        for r in reports {
+            if let Report::Log { level, msg } = r {
+                log_line(lib.name(), addr, *level, msg);
+            }
+        }
+    }
+
+    /// Applies what one call into a query's plugin produced, then re-arms its timer or finishes it.
+    fn after_call(&mut self, now: Instant, key: usize, reports: &mut Vec<Report>, call: Result<(), CallError>) {
+        let Some(q) = self.running.get_mut(key) else { return };
+        let plugin = plugin_name(q).to_owned();
+        let addr = q.target.addr;
+        let mut failure: Option<QueryError> = None;
+        let mut done: Option<Result<(), QueryError>> = None;
+        if let Err(e) = call {
+            failure = Some(QueryError::new(ErrorKind::Plugin, format!("{e} ({plugin} plugin); query dropped")));
+        }
+        for r in reports.drain(..) {
+            if failure.is_some() {
+                if let Report::Log { level, msg } = &r {
+                    log_line(&plugin, addr, *level, msg);
+                }
+                continue;
+            }
+            match r {
+                Report::Send { to, data } => {
+                    q.sends += 1;
+                    if q.sends > MAX_SENDS_PER_QUERY {
+                        failure = Some(QueryError::new(
+                            ErrorKind::Plugin,
+                            format!("the {plugin} plugin sent more than {MAX_SENDS_PER_QUERY} datagrams for one query"),
+                        ));
+                        continue;
+                    }
+                    if done.is_some() {
+                        continue;
+                    }
+                    let to = normalize(to);
+                    if to != addr {
+                        // Replies are matched by address: a plugin may only talk to its own target.
+                        failure = Some(QueryError::new(
+                            ErrorKind::Plugin,
+                            format!("the {plugin} plugin tried to send to {to}, not to its target"),
+                        ));
+                        continue;
+                    }
+                    q.last_send = Some(now);
+                    self.bucket.tokens -= 1.0;
+                    self.stats.sent += 1;
+                    self.transmits.push_back(Transmit { to, data });
+                }
+                Report::Server { key: k, value } => {
+                    if k == query_abi::keys::PLAYER_LIST_COMPLETE {
+                        q.list_complete = !matches!(value, super::plugin::Val::Bool(false));
+                    } else {
+                        q.answer.set_server_field(k, value);
+                    }
+                }
+                Report::Rule { key: k, value } => {
+                    if q.answer.rules.len() >= MAX_FIELDS {
+                        failure = Some(too_many(&plugin, "rules", MAX_FIELDS));
+                        continue;
+                    }
+                    q.answer.rules.set(&k, serde_json::Value::String(value));
+                }
+                Report::Raw { key: k, value } => {
+                    if q.answer.raw.len() >= MAX_FIELDS {
+                        failure = Some(too_many(&plugin, "raw fields", MAX_FIELDS));
+                        continue;
+                    }
+                    q.answer.raw.set(&k, value.to_json());
+                }
+                Report::Player(p) => {
+                    if q.players.len() >= MAX_PLAYERS {
+                        failure = Some(too_many(&plugin, "players", MAX_PLAYERS));
+                        continue;
+                    }
+                    q.players.push(PlayerEntry::from(p));
+                }
+                Report::MasterEntry(a) => {
+                    if q.kind != ProtocolKind::Master {
+                        failure = Some(QueryError::new(
+                            ErrorKind::Plugin,
+                            format!("the {plugin} plugin reported master entries for a server query"),
+                        ));
+                        continue;
+                    }
+                    if q.entries.len() >= MAX_MASTER_ENTRIES {
+                        failure = Some(too_many(&plugin, "master entries", MAX_MASTER_ENTRIES));
+                        continue;
+                    }
+                    let a = normalize(a);
+                    if q.entry_set.insert(a) {
+                        q.entries.push(a);
+                    }
+                }
+                Report::Done { status, error } => {
+                    if done.is_none() {
+                        done = Some(if status.is_ok() {
+                            Ok(())
+                        } else {
+                            let kind = ErrorKind::from_status(status);
+                            let detail = if error.is_empty() { status.name().to_lowercase() } else { error };
+                            Err(QueryError::new(kind, detail))
+                        });
+                    }
+                }
+                Report::Log { level, msg } => log_line(&plugin, addr, level, &msg),
+                Report::Rejected(why) => {
+                    failure = Some(QueryError::new(
+                        ErrorKind::Plugin,
+                        format!("the {plugin} plugin reported invalid data ({why}); query dropped"),
+                    ));
+                }
+            }
+        }
+        if let Some(f) = failure {
+            warn!(plugin = %plugin, server = %addr, error = %f, "plugin failure");
+            self.finish(now, key, Err(f));
+            return;
+        }
+        match done {
+            Some(Ok(())) => {
+                let q = &mut self.running[key];
+                let mut answer = std::mem::take(&mut q.answer);
+                if q.kind == ProtocolKind::Master {
+                    answer.servers = Some(std::mem::take(&mut q.entries));
+                } else if q.list_complete || !q.players.is_empty() {
+                    answer.player_list = Some(std::mem::take(&mut q.players));
+                }
+                if !q.list_complete && q.kind == ProtocolKind::Server {
+                    answer.raw.set("player_list_complete", serde_json::Value::Bool(false));
+                }
+                self.finish(now, key, Ok(answer));
+            }
+            Some(Err(e)) => self.finish(now, key, Err(e)),
+            None => {
+                // Still running: ask for the next deadline.
+                let mut more = Vec::new();
+                let d = match &mut self.running[key].runner {
+                    Runner::Plugin(inst) => inst.next_deadline_ms(&mut more),
+                    Runner::Tcp => None,
+                };
+                if more.iter().any(|r| !matches!(r, Report::Log { .. })) {
+                    self.finish(
+                        now,
+                        key,
+                        Err(QueryError::new(
+                            ErrorKind::Plugin,
+                            format!("the {plugin} plugin reported from next_deadline_ms; query dropped"),
+                        )),
+                    );
+                    return;
+                }
+                let q = &mut self.running[key];
+                q.plugin_deadline =
+                    d.map(|ms| self.epoch.checked_add(Duration::from_millis(ms)).unwrap_or(q.hard_deadline));
+                self.rearm(key);
+            }
+        }
+    }
+
+    fn rearm(&mut self, key: usize) {
+        let Some(q) = self.running.get_mut(key) else { return };
+        let mut next = q.hard_deadline;
+        if let Some(d) = q.plugin_deadline {
+            // A deadline that is already due right after an `on_timeout` is held back a millisecond, so a plugin
+            // that always answers "now" costs at most one call per millisecond until the host deadline.
+            let d = match q.last_timeout_call {
+                Some(last) if d <= last => last + Duration::from_millis(1),
+                _ => d,
+            };
+            next = next.min(d);
+        }
+        if q.armed != Some(next) {
+            q.armed = Some(next);
+            self.timer_seq += 1;
+            self.timers.push(Reverse((next, self.timer_seq, key, q.tag)));
+        }
+    }
+
+    fn finish(&mut self, now: Instant, key: usize, outcome: Result<Answer, QueryError>) {
+        if !self.running.contains(key) {
+            return;
+        }
+        let q = self.running.remove(key);
+        if self.by_addr.get(&q.target.addr) == Some(&key) {
+            self.by_addr.remove(&q.target.addr);
+        }
+        self.last_end.insert(q.target.addr, now);
+        self.stats.finished += 1;
+        match &outcome {
+            Ok(_) => self.stats.answered += 1,
+            Err(e) => match e.kind {
+                ErrorKind::Timeout => self.stats.timed_out += 1,
+                ErrorKind::Malformed => self.stats.malformed += 1,
+                ErrorKind::Refused => self.stats.refused += 1,
+                ErrorKind::Plugin => self.stats.plugin_errors += 1,
+                ErrorKind::Unsupported | ErrorKind::Error => self.stats.other_errors += 1,
+            },
+        }
+        if let Err(e) = &outcome {
+            debug!(protocol = %q.target.protocol, server = %q.target.addr, error = %e, "query failed");
+        }
+        let expand = match (&outcome, &q.target.expand) {
+            (Ok(a), Some((proto, params))) => a.servers.clone().map(|s| (s, proto.clone(), params.clone())),
+            _ => None,
+        };
+        let result = QueryResult {
+            index: q.index,
+            protocol: q.target.protocol.clone(),
+            address: q.target.addr,
+            ping_ms: q.ping.map(|d| (d.as_secs_f64() * 10_000.0).round() / 10.0),
+            outcome,
+        };
+        // The instance is destroyed here (dropping `q`), outside any call into the plugin.
+        drop(q);
+        self.events.push_back(ScanEvent::Result(result));
+        if let Some((servers, protocol, params)) = expand {
+            for addr in servers {
+                let t = Target { protocol: protocol.clone(), addr, params: params.clone(), expand: None };
+                if let Err(AddError::Full) = self.add_target(now, t) {
+                    warn!("too many targets; the rest of the master list is dropped");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn plugin_name(q: &Query) -> &str {
+    match &q.runner {
+        Runner::Plugin(inst) => inst.plugin().name(),
+        Runner::Tcp => BZFLAG,
+    }
+}
+
+fn too_many(plugin: &str, what: &str, max: usize) -> QueryError {
+    QueryError::new(ErrorKind::Plugin, format!("the {plugin} plugin reported more than {max} {what}; query dropped"))
+}
+
+fn create_error(lib: &PluginLibrary, protocol: &str, e: CallError) -> QueryError {
+    let name = lib.name();
+    match e {
+        CallError::UnknownProtocol => {
+            QueryError::new(ErrorKind::Unsupported, format!("the {name} plugin does not speak {protocol:?}"))
+        }
+        CallError::Unsupported => QueryError::new(
+            ErrorKind::Unsupported,
+            format!("the {name} plugin refused the parameters for {protocol:?} (see its log line)"),
+        ),
+        e => QueryError::new(ErrorKind::Plugin, format!("{e} ({name} plugin); query dropped")),
+    }
+}
+
+fn log_line(plugin: &str, server: SocketAddr, level: i32, msg: &str) {
+    match level {
+        query_abi::LOG_ERROR => error!(plugin, %server, "{msg}"),
+        query_abi::LOG_WARN => warn!(plugin, %server, "{msg}"),
+        query_abi::LOG_INFO => info!(plugin, %server, "{msg}"),
+        query_abi::LOG_DEBUG => debug!(plugin, %server, "{msg}"),
+        _ => trace!(plugin, %server, "{msg}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hard_timeout_covers_the_plugin_waits() {
+        let c = ScanConfig { timeout: Duration::from_millis(1000), retries: 2, ..ScanConfig::default() };
+        assert_eq!(c.hard_timeout(), Duration::from_secs(16));
+        let c = ScanConfig { timeout: Duration::from_millis(100), retries: 0, ..ScanConfig::default() };
+        assert_eq!(c.hard_timeout(), Duration::from_secs(4));
+    }
+
+    #[test]
+    fn unknown_protocols_fail_at_once_and_duplicates_are_dropped() {
+        let now = Instant::now();
+        let mut s = Scan::new(PluginSet::default(), ScanConfig::default(), now);
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(s.add_target(now, Target::new("nope", a)), Ok(0));
+        assert_eq!(s.add_target(now, Target::new("nope", a)), Err(AddError::Duplicate));
+        let Some(ScanEvent::Result(r)) = s.poll_event() else { panic!("no result") };
+        let e = r.outcome.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        assert!(e.detail.contains("no plugin"), "{e}");
+        assert!(s.is_done());
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn bzflag_runs_as_a_tcp_query_and_late_results_are_ignored() {
+        let now = Instant::now();
+        let mut s = Scan::new(PluginSet::default(), ScanConfig::default(), now);
+        let a: SocketAddr = "127.0.0.1:5154".parse().unwrap();
+        s.add_target(now, Target::new(BZFLAG, a)).unwrap();
+        let q = s.poll_tcp_query().unwrap();
+        assert_eq!(q.addr, a);
+        assert!(!s.is_done());
+        let t = s.poll_timeout().unwrap();
+        s.handle_timeout(t);
+        let Some(ScanEvent::Result(r)) = s.poll_event() else { panic!("no result") };
+        assert_eq!(r.outcome.unwrap_err().kind, ErrorKind::Timeout);
+        s.handle_tcp_result(t, q.id, Ok(Answer::default()), None);
+        assert!(s.poll_event().is_none());
+        assert!(s.is_done());
+    }
+
+    #[test]
+    fn the_rate_limit_holds_back_new_queries() {
+        let now = Instant::now();
+        let cfg = ScanConfig { rate: 10, burst: 2, ..ScanConfig::default() };
+        let mut s = Scan::new(PluginSet::default(), cfg, now);
+        for port in 1..=5 {
+            s.add_target(now, Target::new(BZFLAG, SocketAddr::from(([127, 0, 0, 1], port)))).unwrap();
+        }
+        let mut started = 0;
+        while s.poll_tcp_query().is_some() {
+            started += 1;
+        }
+        assert_eq!(started, 2);
+        let next = s.poll_timeout().unwrap();
+        assert!(next > now && next <= now + Duration::from_millis(100));
+        s.handle_timeout(next);
+        assert!(s.poll_tcp_query().is_some());
+        assert!(s.poll_tcp_query().is_none());
+    }
+}

@@ -1,0 +1,364 @@
+//! The reactor's query driver: [`Scan`]s on the same `Poll` as the BZFlag sessions.
+//!
+//! Each scan gets one unconnected UDP socket per address family (opened on its first datagram to that family),
+//! shared by all of its queries; replies are read until `WouldBlock` and handed to the scan, which demultiplexes
+//! them by source address. Datagrams the kernel cannot take right away wait in a bounded queue per socket
+//! ([`MAX_QUERY_UDP_QUEUE`]) with `WRITABLE` interest registered only while the queue is not empty. The scan's
+//! deadline is part of the reactor's poll timeout. Built-in TCP queries (`bzflag`) run as ordinary query-only
+//! sessions on the reactor whose outcome goes back to the scan instead of to [`Reactor::poll_event`].
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use mio::net::UdpSocket;
+use mio::{Interest, Token};
+use tracing::debug;
+
+use super::{Reactor, SessionId, SessionOptions, Source};
+use crate::bzflag::event::Event;
+use crate::bzflag::session::{SessionConfig, SessionEnd};
+use crate::query::result::{Answer, ErrorKind, QueryError};
+use crate::query::scan::{Scan, ScanEvent, TcpQueryId};
+
+/// Most datagrams waiting for one query socket while the kernel buffer is full; beyond it the oldest are dropped
+/// (their queries retry or time out).
+pub const MAX_QUERY_UDP_QUEUE: usize = 4096;
+
+/// Identifies a scan on a reactor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScanId(pub usize);
+
+/// Which scan query a (built-in TCP) session answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Owner {
+    pub(super) scan: ScanId,
+    pub(super) query: TcpQueryId,
+    pub(super) answered: bool,
+}
+
+struct QuerySock {
+    sock: UdpSocket,
+    token: Token,
+    queue: VecDeque<(SocketAddr, Vec<u8>)>,
+    writable_interest: bool,
+}
+
+pub(super) struct ScanConn {
+    scan: Scan,
+    v4: Option<QuerySock>,
+    v6: Option<QuerySock>,
+    /// Why a family's socket could not be opened (every datagram to it then fails its query).
+    open_error: [Option<String>; 2],
+    dropped: u64,
+}
+
+impl ScanConn {
+    pub(super) fn next_deadline(&mut self) -> Option<Instant> {
+        self.scan.poll_timeout()
+    }
+
+    fn is_done(&self) -> bool {
+        self.scan.is_done()
+            && self.v4.as_ref().is_none_or(|s| s.queue.is_empty())
+            && self.v6.as_ref().is_none_or(|s| s.queue.is_empty())
+    }
+}
+
+impl Reactor {
+    /// Puts a scan on the reactor. Its sockets open when it first sends.
+    pub fn add_scan(&mut self, scan: Scan) -> ScanId {
+        let id = ScanId(self.scans.insert(ScanConn { scan, v4: None, v6: None, open_error: [None, None], dropped: 0 }));
+        self.pump_scan(id, Instant::now());
+        id
+    }
+
+    /// The scan, if it is on the reactor.
+    pub fn scan(&self, id: ScanId) -> Option<&Scan> {
+        self.scans.get(id.0).map(|s| &s.scan)
+    }
+
+    /// Runs `f` on a scan (e.g. to add targets), then sends what it produced.
+    pub fn with_scan<R>(&mut self, id: ScanId, f: impl FnOnce(&mut Scan, Instant) -> R) -> Option<R> {
+        let now = Instant::now();
+        let r = self.scans.get_mut(id.0).map(|s| f(&mut s.scan, now));
+        self.pump_scan(id, now);
+        r
+    }
+
+    /// True when the scan has nothing waiting, running or queued to send (its events may still be queued).
+    pub fn is_scan_done(&self, id: ScanId) -> bool {
+        self.scans.get(id.0).is_none_or(ScanConn::is_done)
+    }
+
+    /// Datagrams of the scan dropped because a socket's queue was full.
+    pub fn scan_udp_dropped(&self, id: ScanId) -> u64 {
+        self.scans.get(id.0).map_or(0, |s| s.dropped)
+    }
+
+    /// The next finished query of any scan, with the scan and the time.
+    pub fn poll_scan_event(&mut self) -> Option<(ScanId, Instant, ScanEvent)> {
+        self.scan_out.pop_front()
+    }
+
+    /// Takes a scan off the reactor, closing its sockets (its built-in TCP queries run to their end unheard).
+    pub fn remove_scan(&mut self, id: ScanId) -> Option<Scan> {
+        if !self.scans.contains(id.0) {
+            return None;
+        }
+        let mut sc = self.scans.remove(id.0);
+        for s in [sc.v4.take(), sc.v6.take()].into_iter().flatten() {
+            let mut s = s;
+            let _ = self.poll.registry().deregister(&mut s.sock);
+            self.sources.try_remove(s.token.0);
+        }
+        Some(sc.scan)
+    }
+
+    /// Ids of every scan on the reactor.
+    pub fn scan_ids(&self) -> Vec<ScanId> {
+        self.scans.iter().map(|(k, _)| ScanId(k)).collect()
+    }
+
+    pub(super) fn all_scans_done(&self) -> bool {
+        self.scans.iter().all(|(_, s)| s.is_done())
+    }
+
+    /// The earliest scan deadline.
+    pub(super) fn scans_deadline(&mut self) -> Option<Instant> {
+        self.scans.iter_mut().filter_map(|(_, s)| s.next_deadline()).min()
+    }
+
+    /// A scan's socket is ready.
+    pub(super) fn on_query_udp_ready(&mut self, id: ScanId, v6: bool, now: Instant, readable: bool, writable: bool) {
+        let Some(sc) = self.scans.get_mut(id.0) else { return };
+        if readable {
+            let ScanConn { scan, v4, v6: s6, .. } = sc;
+            let Some(s) = (if v6 { s6.as_mut() } else { v4.as_mut() }) else { return };
+            loop {
+                match s.sock.recv_from(&mut self.buf) {
+                    Ok((n, from)) => scan.handle_datagram(now, from, &self.buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // Errors queued on the socket (e.g. ICMP reports where the system passes them on) are not
+                    // fatal to the socket; stop reading for this event.
+                    Err(e) => {
+                        debug!(error = %e, "query socket recv error");
+                        break;
+                    }
+                }
+            }
+        }
+        if writable {
+            self.flush_scan(id, now);
+        }
+        self.pump_scan(id, now);
+    }
+
+    /// Fires the due scan deadlines; returns nothing (scans are pumped here).
+    pub(super) fn fire_scan_timers(&mut self, now: Instant) {
+        let due: Vec<usize> = self
+            .scans
+            .iter_mut()
+            .filter_map(|(k, s)| s.next_deadline().is_some_and(|t| t <= now).then_some(k))
+            .collect();
+        for k in due {
+            if let Some(s) = self.scans.get_mut(k) {
+                s.scan.handle_timeout(now);
+            }
+            self.pump_scan(ScanId(k), now);
+        }
+    }
+
+    /// An owned (built-in TCP query) session produced an event: route it to its scan.
+    pub(super) fn scan_session_event(&mut self, key: usize, now: Instant, ev: Event) {
+        let Some(c) = self.conns.get_mut(key) else { return };
+        let Some(owner) = c.owner.as_mut() else { return };
+        let (scan, query) = (owner.scan, owner.query);
+        let outcome = match ev {
+            Event::QueryResult { game, teams, players } => {
+                owner.answered = true;
+                let rtt = c.connected_at.map(|t| t.saturating_duration_since(c.started));
+                let shaped = crate::bzflag::query::to_json(c.server, &game, &teams, &players, Duration::ZERO);
+                Some((Ok(Answer::from_shape(&shaped)), rtt))
+            }
+            Event::Closed { .. } if !owner.answered => {
+                owner.answered = true;
+                let err = match c.session.end() {
+                    Some(SessionEnd::ConnectFailed(why)) if why.contains("no answer") => {
+                        QueryError::new(ErrorKind::Timeout, why.clone())
+                    }
+                    Some(SessionEnd::ConnectFailed(why)) => QueryError::new(ErrorKind::Refused, why.clone()),
+                    Some(e @ SessionEnd::Timeout { .. }) => QueryError::new(ErrorKind::Timeout, e.to_string()),
+                    Some(e @ SessionEnd::Protocol(_)) => QueryError::new(ErrorKind::Malformed, e.to_string()),
+                    Some(e @ (SessionEnd::Rejected { .. } | SessionEnd::ServerFull | SessionEnd::Kicked { .. })) => {
+                        QueryError::new(ErrorKind::Refused, e.to_string())
+                    }
+                    Some(e) => QueryError::new(ErrorKind::Error, e.to_string()),
+                    None => QueryError::new(ErrorKind::Error, "the query session ended"),
+                };
+                Some((Err(err), None))
+            }
+            _ => None,
+        };
+        if let Some((outcome, ping)) = outcome {
+            if let Some(sc) = self.scans.get_mut(scan.0) {
+                sc.scan.handle_tcp_result(now, query, outcome, ping);
+                self.pump_scan(scan, now);
+            }
+        }
+    }
+
+    /// Drains a scan's outputs: datagrams to the sockets, TCP queries to new sessions, events to the queue; then
+    /// flushes the sockets and updates their interest.
+    pub(super) fn pump_scan(&mut self, id: ScanId, now: Instant) {
+        loop {
+            let Some(sc) = self.scans.get_mut(id.0) else { return };
+            let mut progressed = false;
+            let mut send_errors = Vec::new();
+            while let Some(t) = sc.scan.poll_transmit() {
+                progressed = true;
+                let fam = usize::from(t.to.is_ipv6());
+                if let Some(why) = &sc.open_error[fam] {
+                    send_errors.push((t.to, io::Error::new(io::ErrorKind::AddrNotAvailable, why.clone())));
+                    continue;
+                }
+                let slot = if t.to.is_ipv6() { &mut sc.v6 } else { &mut sc.v4 };
+                if slot.is_none() {
+                    match open_query_socket(t.to.is_ipv6()) {
+                        Ok(mut sock) => {
+                            let token = Token(self.sources.insert(Source::QueryUdp(id, t.to.is_ipv6())));
+                            match self.poll.registry().register(&mut sock, token, Interest::READABLE) {
+                                Ok(()) => {
+                                    *slot = Some(QuerySock {
+                                        sock,
+                                        token,
+                                        queue: VecDeque::new(),
+                                        writable_interest: false,
+                                    })
+                                }
+                                Err(e) => {
+                                    self.sources.remove(token.0);
+                                    sc.open_error[fam] = Some(format!("cannot register the query socket: {e}"));
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let fam_name = if t.to.is_ipv6() { "IPv6" } else { "IPv4" };
+                            sc.open_error[fam] = Some(format!("cannot open an {fam_name} UDP socket: {e}"));
+                        }
+                    }
+                }
+                let Some(s) = slot.as_mut() else {
+                    let why = sc.open_error[fam].clone().unwrap_or_default();
+                    send_errors.push((t.to, io::Error::new(io::ErrorKind::AddrNotAvailable, why)));
+                    continue;
+                };
+                if s.queue.len() >= MAX_QUERY_UDP_QUEUE {
+                    s.queue.pop_front();
+                    sc.dropped += 1;
+                }
+                s.queue.push_back((t.to, t.data));
+                // Send at once while the kernel takes it, so ping starts when the request leaves.
+                flush_query(s, &mut send_errors);
+            }
+            for (to, e) in send_errors {
+                progressed = true;
+                sc.scan.handle_send_error(now, to, &e);
+            }
+            let mut tcp = Vec::new();
+            while let Some(q) = sc.scan.poll_tcp_query() {
+                progressed = true;
+                tcp.push(q);
+            }
+            while let Some(ev) = sc.scan.poll_event() {
+                progressed = true;
+                self.scan_out.push_back((id, now, ev));
+            }
+            for q in tcp {
+                let config = SessionConfig {
+                    query_only: true,
+                    hello_timeout: q.timeout,
+                    join_timeout: q.timeout,
+                    ..SessionConfig::default()
+                };
+                match self.add_session(q.addr, config, SessionOptions::default()) {
+                    Ok(sid) => {
+                        if let Some(c) = self.conns.get_mut(sid.0) {
+                            c.owner = Some(Owner { scan: id, query: q.id, answered: false });
+                        }
+                    }
+                    Err(e) => {
+                        if let Some(sc) = self.scans.get_mut(id.0) {
+                            let kind = if e.kind() == io::ErrorKind::ConnectionRefused {
+                                ErrorKind::Refused
+                            } else {
+                                ErrorKind::Error
+                            };
+                            let err = QueryError::new(kind, format!("cannot connect to {}: {e}", q.addr));
+                            sc.scan.handle_tcp_result(now, q.id, Err(err), None);
+                        }
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let Some(sc) = self.scans.get_mut(id.0) else { return };
+        for s in [sc.v4.as_mut(), sc.v6.as_mut()].into_iter().flatten() {
+            let want = !s.queue.is_empty();
+            if want != s.writable_interest {
+                let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+                if self.poll.registry().reregister(&mut s.sock, s.token, interest).is_ok() {
+                    s.writable_interest = want;
+                }
+            }
+        }
+    }
+
+    /// Called when the scan's socket became writable.
+    pub(super) fn flush_scan(&mut self, id: ScanId, now: Instant) {
+        let Some(sc) = self.scans.get_mut(id.0) else { return };
+        let mut errors = Vec::new();
+        for s in [sc.v4.as_mut(), sc.v6.as_mut()].into_iter().flatten() {
+            flush_query(s, &mut errors);
+        }
+        for (to, e) in errors {
+            sc.scan.handle_send_error(now, to, &e);
+        }
+    }
+
+    /// Removes finished sessions that belonged to scans.
+    pub(super) fn reap_scan_sessions(&mut self) {
+        let done: Vec<usize> = self.conns.iter().filter(|(_, c)| c.owner.is_some() && c.done).map(|(k, _)| k).collect();
+        for k in done {
+            self.remove_session(SessionId(k));
+        }
+    }
+}
+
+fn flush_query(s: &mut QuerySock, errors: &mut Vec<(SocketAddr, io::Error)>) {
+    while let Some((to, data)) = s.queue.front() {
+        match s.sock.send_to(data, *to) {
+            Ok(_) => {
+                s.queue.pop_front();
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let to = *to;
+                s.queue.pop_front();
+                errors.push((to, e));
+            }
+        }
+    }
+}
+
+fn open_query_socket(v6: bool) -> io::Result<UdpSocket> {
+    let any: SocketAddr = if v6 { (Ipv6Addr::UNSPECIFIED, 0).into() } else { (Ipv4Addr::UNSPECIFIED, 0).into() };
+    let s = std::net::UdpSocket::bind(any)?;
+    s.set_nonblocking(true)?;
+    Ok(UdpSocket::from_std(s))
+}
