@@ -57,6 +57,13 @@ pub struct HitCandidate<'a> {
     pub t_now: f32,
 }
 
+impl<'a> HitCandidate<'a> {
+    /// The candidate for a tick from local time `prev` to `now`.
+    pub fn over(shot: &'a LiveShot, prev: std::time::Instant, now: std::time::Instant, shooter_paused: bool) -> Self {
+        HitCandidate { shot, shooter_paused, t_prev: shot.age(prev), t_now: shot.age(now) }
+    }
+}
+
 /// The shot that hit us.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HitReport {

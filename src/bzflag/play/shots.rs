@@ -27,7 +27,7 @@ use glam::Vec3;
 use super::physics::{flag, FlagEffect, Physics};
 use super::reckon::{sane, sane3};
 use crate::bzflag::consts::Team;
-use crate::bzflag::msg::{Abbv, FiringInfo, ShotUpdate};
+use crate::bzflag::msg::{Abbv, ClientMsg, FiringInfo, ShotUpdate};
 use crate::bzflag::world::{Mask, SegmentReason, ShotOptions, ShotSegment, WorldModel};
 
 /// How a shot behaves, from the flag it was fired with.
@@ -193,7 +193,9 @@ impl LiveShot {
         match kind {
             ShotKind::ShockWave => {}
             ShotKind::GuidedMissile => {
-                shot.missile = Some(GuidedMissile::new(start, velocity, info.shot_id, phys, world));
+                let mut m = GuidedMissile::new(start, velocity, info.shot_id, phys, world);
+                m.time = shot.dt0;
+                shot.missile = Some(m);
             }
             _ => {
                 let opts = ShotOptions {
@@ -212,6 +214,44 @@ impl LiveShot {
             }
         }
         shot
+    }
+
+    /// A shot the session keeps ([`crate::bzflag::game::Shot`]), with its latest `MsgGMUpdate` applied.
+    pub fn from_game(shot: &crate::bzflag::game::Shot, phys: &Physics, world: Option<&WorldModel>) -> LiveShot {
+        let mut s = LiveShot::new(&shot.info, shot.received, phys, world);
+        if let Some((u, _, target)) = &shot.gm_update {
+            s.apply_gm_update(u, *target);
+        }
+        s
+    }
+
+    /// Flies a guided missile on to age `age`, turning towards `aim` (the target's position plus its muzzle
+    /// height, or `None`); call every tick. Other kinds ignore it.
+    pub fn update_missile(&mut self, age: f32, aim: Option<Vec3>, phys: &Physics, world: Option<&WorldModel>) {
+        if let Some(m) = self.missile.as_mut() {
+            let dt = age - m.time;
+            if dt > 0.0 {
+                m.step(dt.min(1.0), aim, phys, world);
+                m.time = age;
+            }
+        }
+    }
+
+    /// The `MsgGMUpdate` for our own missile now aimed at `target` (255 for none): its position, velocity and
+    /// age, sent when the target changes (`GuidedMissileStrategy::sendUpdate`).
+    pub fn gm_update(&self, target: u8, phys: &Physics) -> Option<ClientMsg> {
+        let m = self.missile.as_ref()?;
+        Some(ClientMsg::GmUpdate {
+            shot: ShotUpdate {
+                shooter: self.shooter,
+                shot_id: self.shot_id,
+                pos: m.pos.to_array(),
+                vel: (m.direction() * phys.shot_speed).to_array(),
+                dt: m.time,
+                team: self.team,
+            },
+            target,
+        })
     }
 
     /// Shot age (s) at local time `now`.

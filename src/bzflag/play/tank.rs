@@ -90,6 +90,8 @@ pub struct StepReport {
     pub landed: bool,
     /// The explosion ended: the tank is dead and may ask to respawn (`MsgAlive`).
     pub explosion_over: bool,
+    /// Paused longer than `_pauseDropTime` with a flag: send `MsgDropFlag` (once per pause).
+    pub pause_drop: bool,
 }
 
 /// Our tank.
@@ -128,6 +130,8 @@ pub struct Tank {
     explode_start: f32,
     teleport_start: f32,
     last_flat_top: bool,
+    paused_for: f32,
+    pause_dropped: bool,
     rng: u64,
 }
 
@@ -156,6 +160,8 @@ impl Tank {
             explode_start: 0.0,
             teleport_start: -1.0e9,
             last_flat_top: true,
+            paused_for: 0.0,
+            pause_dropped: false,
             rng: seed | 1,
         }
     }
@@ -401,7 +407,17 @@ impl Tank {
         if self.status.contains(PlayerStatus::TELEPORTING) && self.clock - self.teleport_start >= phys.teleport_time {
             self.status.remove(PlayerStatus::TELEPORTING);
         }
-        if self.location == Location::Dead || self.is_paused() {
+        if self.is_paused() {
+            self.paused_for += dt;
+            if self.paused_for > phys.pause_drop_time && !self.flag.is_none() && !self.pause_dropped {
+                self.pause_dropped = true;
+                report.pause_drop = true;
+            }
+            return;
+        }
+        self.paused_for = 0.0;
+        self.pause_dropped = false;
+        if self.location == Location::Dead {
             return;
         }
         if self.is_alive() {

@@ -15,8 +15,8 @@ use crate::bzflag::consts::{GameOptions, PlayerStatus, Team};
 use crate::bzflag::msg::{Abbv, ClientMsg, FiringInfo, GameSettings, PlayerUpdate};
 use crate::bzflag::vars::VarStore;
 use crate::bzflag::world::{
-    obstacle_state, BoxBuilding, GroupDefinition, Link, PhysicsDriver, SegmentReason, Teleporter, Wall, WorldDb,
-    WorldModel,
+    obstacle_state, BoxBuilding, GroupDefinition, Link, Mesh, MeshFace, PhysicsDriver, SegmentReason, Teleporter, Wall,
+    WorldDb, WorldModel,
 };
 
 fn close(a: f32, b: f32, eps: f32) -> bool {
@@ -76,9 +76,36 @@ fn driver(name: &str) -> PhysicsDriver {
     }
 }
 
+/// A 10 × 10 one-face mesh roof at height `z` from (x, y), with physics driver `d`.
+fn square(x: f32, y: f32, z: f32, d: i32) -> Mesh {
+    Mesh {
+        checks: Vec::new(),
+        vertices: vec![
+            Vec3::new(x, y, z),
+            Vec3::new(x + 10.0, y, z),
+            Vec3::new(x + 10.0, y + 10.0, z),
+            Vec3::new(x, y + 10.0, z),
+        ],
+        normals: Vec::new(),
+        texcoords: Vec::new(),
+        faces: vec![MeshFace {
+            state: 0,
+            vertices: vec![0, 1, 2, 3],
+            normals: None,
+            texcoords: None,
+            material: -1,
+            phydrv: d,
+        }],
+        state: 0,
+        fake_vertex: None,
+        draw_info: None,
+    }
+}
+
 /// A 200 × 200 world: outer walls at ±100 (6.15 high); a 10 × 10 × 10 box centred at (30, 0); a 0.2-high slab
 /// at (−30, 0); a 3-high platform at (0, 40); a ricochet box at (0, 80); teleporters "a" at (−50, −40) and "b" at
-/// (50, −40) with a:b → b:f.
+/// (50, −40) with a:b → b:f; two 10 × 10 mesh roofs at height 2: a conveyor (5, 0, 0) at (−80..−70, 70..80) and
+/// a death driver at (−60..−50, 70..80).
 fn world() -> WorldModel {
     let h = 100.0;
     let wall =
@@ -92,13 +119,18 @@ fn world() -> WorldModel {
             boxb(0.0, 80.0, 5.0, 5.0, 10.0, obstacle_state::RICOCHET),
         ],
         teleporters: vec![tele("a", -50.0, -40.0), tele("b", 50.0, -40.0)],
+        meshes: vec![square(-80.0, 70.0, 2.0, 0), square(-60.0, 70.0, 2.0, 1)],
         ..GroupDefinition::default()
     };
+    let mut belt = driver("belt");
+    belt.linear = Vec3::new(5.0, 0.0, 0.0);
+    let mut lava = driver("lava");
+    lava.death_message = "burnt".into();
     let db = WorldDb {
         dynamic_colors: Vec::new(),
         texture_matrices: Vec::new(),
         materials: Vec::new(),
-        physics_drivers: vec![driver("belt")],
+        physics_drivers: vec![belt, lava],
         transforms: Vec::new(),
         world_group: group,
         group_defs: Vec::new(),
@@ -895,4 +927,88 @@ fn a_tank_uses_the_captured_worlds_linked_teleporters() {
     assert!(close(t.pos.x, 0.0, 0.05) && t.pos.y < -60.0, "{:?}", t.pos);
     assert!(close(t.azimuth, -FRAC_PI_2, 1e-3), "{}", t.azimuth);
     assert!(t.vel.y < -20.0, "{:?}", t.vel);
+}
+
+#[test]
+fn physics_drivers_carry_and_kill_and_a_long_pause_drops_the_flag() {
+    let p = phys();
+    let w = world();
+    // Dropped onto the conveyor roof: it lands, stands on it and is carried east at 5 u/s.
+    let mut t = Tank::new(1);
+    t.spawn([-78.0, 75.0, 2.5], FRAC_PI_2);
+    drive(&mut t, 0.5, Controls::default(), &p, &w);
+    assert_eq!((t.location, t.phydrv), (Location::OnBuilding, Some(0)), "{:?}", t.pos);
+    assert!(t.status.contains(PlayerStatus::ON_DRIVER));
+    let x0 = t.pos.x;
+    drive(&mut t, 1.0, Controls::default(), &p, &w);
+    assert!(close(t.pos.x - x0, 5.0, 0.05) && close(t.vel.x, 5.0, 1e-3), "{:?} {:?}", t.pos, t.vel);
+    assert!(close(t.pos.z, 2.0, 1e-3));
+    // The update others get carries the driver, and they reckon the belt's motion.
+    let st = t.own_state();
+    assert_eq!(st.phydrv, 0);
+    // Onto the lava roof: death by physics driver 1.
+    let mut t = Tank::new(1);
+    t.spawn([-55.0, 75.0, 2.5], 0.0);
+    t.flag = flag::VELOCITY;
+    let death = drive(&mut t, 0.5, Controls::default(), &p, &w).iter().find_map(|r| r.death);
+    assert_eq!(death, Some(Death::PhysicsDriver(1)));
+    let msgs = t.death_messages(4, Death::PhysicsDriver(1));
+    assert!(matches!(msgs[0], ClientMsg::DropFlag { .. }));
+    assert!(matches!(msgs[1], ClientMsg::Killed { killer: 4, reason: 0x7064, phydrv: Some(1), .. }));
+    // Paused with a flag for longer than _pauseDropTime (15 s): drop it, once.
+    let mut t = Tank::new(1);
+    t.spawn([0.0, -80.0, 0.0], 0.0);
+    t.flag = flag::VELOCITY;
+    t.set_paused(true);
+    let reports = drive(&mut t, 16.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert_eq!(reports.iter().filter(|r| r.pause_drop).count(), 1);
+    assert_eq!(t.pos, Vec3::new(0.0, -80.0, 0.0), "paused tanks do not move");
+}
+
+#[test]
+fn missiles_from_the_session_and_their_updates() {
+    let p = phys();
+    let w = world();
+    let now = Instant::now();
+    let shot = crate::bzflag::game::Shot {
+        info: info(Vec3::new(0.0, -20.0, 3.0), Vec3::new(100.0, 0.0, 0.0), flag::GUIDED_MISSILE, 0x105),
+        received: now,
+        gm_update: None,
+    };
+    let mut s = LiveShot::from_game(&shot, &p, Some(&w));
+    s.update_missile(0.5, Some(Vec3::new(50.0, 20.0, 3.0)), &p, Some(&w));
+    let m = s.missile.as_ref().expect("missile");
+    assert!(close(m.time, 0.5, 1e-6) && m.azimuth > 0.0);
+    let Some(ClientMsg::GmUpdate { shot: u, target }) = s.gm_update(9, &p) else { panic!("an update") };
+    assert_eq!((u.shooter, u.shot_id, target), (2, 0x105, 9));
+    assert!(close(Vec3::from(u.vel).length(), 100.0, 1e-3) && close3(Vec3::from(u.pos), m.pos, 1e-6));
+    // A missile is harmless for its first 0.5 s, then hits.
+    let mut s = LiveShot::new(
+        &info(Vec3::new(-30.0, -60.0, 1.0), Vec3::new(100.0, 0.0, 0.0), flag::GUIDED_MISSILE, 0x105),
+        now,
+        &p,
+        Some(&w),
+    );
+    let v = victim(Vec3::new(40.0, -60.0, 0.0), Vec3::ZERO);
+    s.update_missile(0.2, None, &p, Some(&w));
+    // It flies through a tank 25 units ahead at 0.25 s without harm (not armed before _gmActivationTime).
+    let mut near = s.clone();
+    near.update_missile(0.3, None, &p, Some(&w));
+    let early = HitCandidate { shot: &near, shooter_paused: false, t_prev: 0.2, t_now: 0.3 };
+    assert!(check_hits(&victim(Vec3::new(-5.0, -60.0, 0.0), Vec3::ZERO), [early], 0.1, &p).is_none());
+    let mut hit = None;
+    let mut age = 0.2;
+    while hit.is_none() && age < 1.0 {
+        let prev = age;
+        age += 1.0 / 30.0;
+        s.update_missile(age, None, &p, Some(&w));
+        hit = check_hits(
+            &v,
+            [HitCandidate { shot: &s, shooter_paused: false, t_prev: prev, t_now: age }],
+            age - prev,
+            &p,
+        );
+    }
+    let h = hit.expect("the missile hits once armed");
+    assert!(h.stops_shot() && close(age, 0.7 - 0.99 * 4.32 / 100.0, 0.04), "{age}");
 }
