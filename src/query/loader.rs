@@ -425,8 +425,9 @@ impl PluginSet {
                 Ok(f) => f,
                 Err(e) => {
                     // A missing directory from the environment or a default is normal; report others.
-                    if !matches!(&e, PluginError::ReadDir { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
-                    {
+                    let missing = matches!(&e, PluginError::ReadDir { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound);
+                    if !missing {
                         set.errors.push(e);
                     }
                     continue;

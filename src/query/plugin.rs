@@ -606,13 +606,7 @@ unsafe extern "C" fn cb_report_server(ctx: *mut c_void, tag: u64, key: Str, v: *
             if !kinds.contains(&raw.kind) {
                 return Err(if raw.kind > VALUE_STR { "unknown value kind" } else { "wrong value kind for the key" });
             }
-            let value = value_of(&raw)?;
-            if let Val::Int(i) = value {
-                if !(0..=1_000_000).contains(&i) {
-                    return Err("count out of range");
-                }
-            }
-            Ok(Report::Server { key, value })
+            Ok(Report::Server { key, value: value_of(&raw)? })
         })
     }
 }

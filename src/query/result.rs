@@ -15,6 +15,9 @@ use serde_json::Value;
 
 use super::plugin::{PlayerReport, Val};
 
+/// Largest player count kept; a larger (or negative) one is printed as unknown (`null`).
+pub const MAX_COUNT: i64 = 1_000_000;
+
 /// Result shape version (`"v"`).
 pub const SHAPE_VERSION: u32 = 1;
 
@@ -143,8 +146,9 @@ impl Answer {
             Val::Str(s) => Some(s),
             _ => None,
         };
+        // Counts come from the server through the plugin: a negative or absurd one is unknown, not an error.
         let i = |v: Val| match v {
-            Val::Int(i) => Some(i),
+            Val::Int(i) if (0..=MAX_COUNT).contains(&i) => Some(i),
             _ => None,
         };
         match key {
@@ -406,9 +410,10 @@ mod tests {
         assert!(pos.windows(2).all(|w| w[0] < w[1]), "{line}");
         assert!(line.find("\"z\"").unwrap() < line.find("\"a\"").unwrap());
         let e = QueryResult { outcome: Err(QueryError::new(ErrorKind::Timeout, "no reply")), ..r };
-        assert_eq!(
-            e.to_json_line(),
-            r#"{"v":1,"protocol":"quake3","address":"127.0.0.1:27960","ok":false,"error":"timeout","detail":"no reply"}"#
+        let want = concat!(
+            r#"{"v":1,"protocol":"quake3","address":"127.0.0.1:27960","ok":false,"#,
+            r#""error":"timeout","detail":"no reply"}"#
         );
+        assert_eq!(e.to_json_line(), want);
     }
 }

@@ -107,7 +107,7 @@ impl ScanConfig {
         let t = self.timeout.max(Duration::from_millis(1));
         let mut sum = Duration::ZERO;
         for attempt in 0..=self.retries.min(16) {
-            sum = sum.saturating_add((t * (1u32 << attempt.min(2))).max(Duration::from_secs(1)));
+            sum = sum.saturating_add(t.saturating_mul(1u32 << attempt.min(2)).max(Duration::from_secs(1)));
         }
         sum.saturating_mul(2).saturating_add(Duration::from_secs(2))
     }
@@ -270,7 +270,7 @@ impl Bucket {
             return now;
         }
         let wait = (1.0 - self.tokens) / self.rate;
-        now + Duration::from_secs_f64(wait.clamp(0.0, 3600.0))
+        later(now, Duration::from_secs_f64(wait.clamp(0.0, 3600.0)))
     }
 }
 
@@ -605,7 +605,7 @@ impl Scan {
                 continue;
             }
             if let Some(end) = self.last_end.get(&target.addr) {
-                let at = *end + self.config.pace;
+                let at = later(*end, self.config.pace);
                 if at > now {
                     blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
                     self.pending.push_back((index, target));
@@ -634,7 +634,7 @@ impl Scan {
             target,
             tag,
             runner: Runner::Tcp,
-            hard_deadline: now + self.config.hard_timeout(),
+            hard_deadline: later(now, self.config.hard_timeout()),
             plugin_deadline: None,
             armed: None,
             last_timeout_call: None,
@@ -872,7 +872,7 @@ impl Scan {
             // A deadline that is already due right after an `on_timeout` is held back a millisecond, so a plugin
             // that always answers "now" costs at most one call per millisecond until the host deadline.
             let d = match q.last_timeout_call {
-                Some(last) if d <= last => last + Duration::from_millis(1),
+                Some(last) if d <= last => later(last, Duration::from_millis(1)),
                 _ => d,
             };
             next = next.min(d);
@@ -931,6 +931,11 @@ impl Scan {
             }
         }
     }
+}
+
+/// `t + d`, or a day after `t` when that overflows (a configuration with absurd durations).
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d).or_else(|| t.checked_add(Duration::from_secs(86_400))).unwrap_or(t)
 }
 
 fn plugin_name(q: &Query) -> &str {

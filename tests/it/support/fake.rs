@@ -91,17 +91,21 @@ pub fn fake_q3(bind: &str, name: &str, map: &str, players: Vec<(String, i32, u32
         Box::new(move |data, _| {
             let mut out = OOB.to_vec();
             if let Some(ch) = q3_arg(data, "getinfo") {
+                let n = players.len();
                 out.extend_from_slice(
                     format!(
-                        "infoResponse\n\\sv_maxclients\\16\\clients\\{}\\mapname\\{map}\\hostname\\{name}\\protocol\\71\\gamename\\Quake3Arena\\challenge\\{ch}",
-                        players.len()
+                        "infoResponse\n\\sv_maxclients\\16\\clients\\{n}\\mapname\\{map}\\hostname\\{name}\\\
+                         protocol\\71\\gamename\\Quake3Arena\\challenge\\{ch}"
                     )
                     .as_bytes(),
                 );
             } else if let Some(ch) = q3_arg(data, "getstatus") {
                 out.extend_from_slice(
-                    format!("statusResponse\n\\challenge\\{ch}\\sv_hostname\\{name}\\mapname\\{map}\\sv_maxclients\\16\\g_gametype\\0\n")
-                        .as_bytes(),
+                    format!(
+                        "statusResponse\n\\challenge\\{ch}\\sv_hostname\\{name}\\mapname\\{map}\\\
+                         sv_maxclients\\16\\g_gametype\\0\n"
+                    )
+                    .as_bytes(),
                 );
                 for (n, score, ping) in &players {
                     out.extend_from_slice(format!("{score} {ping} \"{n}\"\n").as_bytes());
