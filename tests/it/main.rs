@@ -9,6 +9,7 @@ mod captures;
 mod engine_captures;
 mod harness;
 mod observe;
+mod play;
 mod query_host;
 mod query_master;
 mod query_servers;
