@@ -225,7 +225,8 @@ impl Physics {
             position_tolerance: f("_positionTolerance", 0.09).max(0.0),
             angle_tolerance: f("_angleTolerance", 0.05).max(0.0),
             update_throttle_rate: f("_updateThrottleRate", 30.0).max(0.0),
-            no_small_packets: vars.is_true("_noSmallPackets"),
+            // The client tests `eval(_noSmallPackets) > 0`, not `isTrue`.
+            no_small_packets: vars.get_f32("_noSmallPackets", 0.0) > 0.0,
             not_responding_time: pos("_notRespondingTime", 5.0),
             velocity_ad: pos("_velocityAd", 1.5),
             angular_ad: pos("_angularAd", 1.5),

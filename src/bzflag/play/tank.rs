@@ -21,7 +21,7 @@
 //! rounds per step. A collision caused by the vertical motion alone is a landing (on a roof: the tank stands
 //! on the building) or a bump of the head. A flat-topped obstacle (box, base, teleporter) whose top is less than
 //! `_maxBumpHeight` above the tank is climbed at once. Long steps are split so that no sub-step moves farther
-//! than one unit, so thin walls cannot be tunnelled. A tank that starts a step overlapping something (e.g. a
+//! than half a tank width, so thin walls cannot be tunnelled. A tank that starts a step overlapping something (e.g. a
 //! spawn inside a mesh) may drive out of it: only the outer walls stop it then.
 //!
 //! Differences from the official client, on purpose: the surface normal comes from the obstacle's geometry (the
@@ -349,8 +349,10 @@ impl Tank {
         let mut report = StepReport::default();
         let dt = if dt.is_finite() { dt.clamp(0.0, 1.0) } else { 0.0 };
         let start = self.pos;
-        let speed = self.vel.length().max(phys.tank_speed * 2.5).max(phys.jump_velocity.abs());
-        let n = ((speed * dt).ceil() as usize).clamp(1, 32);
+        // Sub-steps of at most half a tank width, so that no step passes through a thin wall or face.
+        let top_speed = phys.max_speed(self.flag) * if self.flag == flag::AGILITY { phys.agility_ad_vel } else { 1.0 };
+        let speed = self.vel.length().max(top_speed).max(phys.jump_velocity.abs());
+        let n = ((speed * dt / (0.5 * phys.tank_width).max(0.1)).ceil() as usize).clamp(1, 32);
         let sub = dt / n as f32;
         let mut jump = controls.jump;
         for _ in 0..n {
