@@ -1012,3 +1012,61 @@ fn missiles_from_the_session_and_their_updates() {
     let h = hit.expect("the missile hits once armed");
     assert!(h.stops_shot() && close(age, 0.7 - 0.99 * 4.32 / 100.0, 0.04), "{age}");
 }
+
+#[test]
+fn flags_and_accelerations_change_driving() {
+    let w = world();
+    let p = phys();
+    let full = Controls { speed: 1.0, turn: 1.0, jump: false };
+    // Quick Turn: 1.5 × π/4 rad/s.
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, 60.0, 0.0], 0.0);
+    t.flag = flag::QUICK_TURN;
+    drive(&mut t, 1.0, Controls { turn: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.azimuth, 1.5 * std::f32::consts::FRAC_PI_4, 1e-3), "{}", t.azimuth);
+    // Left-turn-only refuses right turns; forward-only refuses reverse.
+    t.flag = flag::LEFT_TURN_ONLY;
+    let before = t.azimuth;
+    drive(&mut t, 0.5, Controls { turn: -1.0, ..Controls::default() }, &p, &w);
+    assert_eq!(t.azimuth, before);
+    t.flag = flag::FORWARD_ONLY;
+    let before = t.pos;
+    drive(&mut t, 0.5, Controls { speed: -0.5, ..Controls::default() }, &p, &w);
+    assert_eq!(t.pos, before);
+    // Burrow: the tank sinks to _burrowDepth and drives at 0.8 speed, turns at 0.55.
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, -70.0, 0.0], 0.0);
+    t.flag = flag::BURROW;
+    drive(&mut t, 2.0, Controls::default(), &p, &w);
+    assert!(close(t.pos.z, p.burrow_depth, 1e-4), "{:?}", t.pos);
+    let x0 = t.pos.x;
+    drive(&mut t, 1.0, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.pos.x - x0, 25.0 * 0.8, 1e-2), "{}", t.pos.x - x0);
+    // Dropping Burrow: it creeps back up to the ground.
+    t.flag = flag::NONE;
+    drive(&mut t, 3.0, Controls::default(), &p, &w);
+    assert!(close(t.pos.z, 0.0, 1e-4), "{:?}", t.pos);
+    // Server accelerations (MsgGameSettings): 20 × linearAcc per second.
+    let mut s = settings(GameOptions::JUMPING, 1);
+    s.linear_acceleration = 0.5;
+    s.angular_acceleration = 1.0;
+    let slow = Physics::new(&VarStore::defaults(), Some(&s));
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, -70.0, 0.0], 0.0);
+    drive(&mut t, 1.0, full, &slow, &w);
+    // Speed ramps at 10 u/s² to 10 after 1 s; the turn rate at 1 rad/s² (capped at π/4).
+    assert!(close(t.vel.truncate().length(), 10.0, 0.05), "{:?}", t.vel);
+    assert!(close(t.ang_vel, std::f32::consts::FRAC_PI_4, 1e-3), "{}", t.ang_vel);
+    // Momentum uses _momentumLinAcc (1 → 20 u/s²).
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, -70.0, 0.0], 0.0);
+    t.flag = flag::MOMENTUM;
+    drive(&mut t, 0.5, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.vel.x, 10.0, 0.05), "{:?}", t.vel);
+    // Thief: 1.67 × speed and a smaller hit radius.
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, -70.0, 0.0], 0.0);
+    t.flag = flag::THIEF;
+    drive(&mut t, 0.5, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
+    assert!(close(t.vel.x, 25.0 * 1.67, 1e-2) && close(t.radius(&p), 4.32 * 0.5, 1e-5));
+}
