@@ -1070,3 +1070,72 @@ fn flags_and_accelerations_change_driving() {
     drive(&mut t, 0.5, Controls { speed: 1.0, ..Controls::default() }, &p, &w);
     assert!(close(t.vel.x, 25.0 * 1.67, 1e-2) && close(t.radius(&p), 4.32 * 0.5, 1e-5));
 }
+
+struct Fuzz(u64);
+
+impl Fuzz {
+    const WEIRD: [f32; 11] =
+        [0.0, -0.0, 1.0, -1.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0e30, -1.0e30, 1.0e-30, 3.0e38];
+    fn u(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f(&mut self) -> f32 {
+        Self::WEIRD[(self.u() % Self::WEIRD.len() as u64) as usize]
+    }
+    fn v(&mut self) -> [f32; 3] {
+        [self.f(), self.f(), self.f()]
+    }
+}
+
+/// Hostile numbers everywhere: nothing panics and nothing non-finite comes out.
+#[test]
+fn hostile_values_never_panic_or_poison() {
+    let w = world();
+    let now = Instant::now();
+    let mut z = Fuzz(12345);
+    let mut vars = VarStore::defaults();
+    for (name, value) in [("_tankSpeed", "1e30"), ("_tankWidth", "0"), ("_reloadTime", "-1"), ("_shotSpeed", "nan")] {
+        vars.set(name, value);
+    }
+    let p = Physics::new(&vars, Some(&settings(GameOptions::all(), 65535)));
+    assert!(p.tank_speed.is_finite() && p.tank_width > 0.0 && p.reload_time > 0.0 && p.shot_speed > 0.0);
+    let flags = [flag::NONE, flag::GUIDED_MISSILE, flag::LASER, flag::SHOCK_WAVE, flag::RICOCHET, flag::THIEF];
+    for _ in 0..400 {
+        let status = PlayerStatus::from_bits_retain(z.u() as u16);
+        let mut u = update(status, z.v(), z.v(), z.f(), z.f());
+        u.phydrv = z.u() as i32;
+        let r = Reckoning::new(&u, &w.physics_drivers);
+        let _ = r.at(z.f(), z.f(), z.f());
+        let fl = flags[(z.u() % flags.len() as u64) as usize];
+        let mut fi = info(Vec3::from(z.v()), Vec3::from(z.v()), fl, z.u() as u16);
+        fi.lifetime = z.f();
+        fi.dt = z.f();
+        let mut shot = LiveShot::new(&fi, now, &p, Some(&w));
+        shot.update_missile(z.f(), Some(Vec3::from(z.v())), &p, Some(&w));
+        let _ = shot.position_at(z.f());
+        let vic =
+            Victim { pos: Vec3::from(z.v()), vel: Vec3::from(z.v()), azimuth: z.f(), ..victim(Vec3::ZERO, Vec3::ZERO) };
+        let c = HitCandidate { shot: &shot, shooter_paused: false, t_prev: z.f(), t_now: z.f() };
+        let _ = check_hits(&vic, [c], z.f(), &p);
+        let mut t = Tank::new(z.u());
+        t.spawn(z.v(), z.f());
+        t.flag = fl;
+        for _ in 0..3 {
+            let c = Controls { speed: z.f(), turn: z.f(), jump: z.u() % 2 == 0 };
+            t.step(z.f(), c, &p, &w);
+        }
+        assert!(t.pos.is_finite() && t.vel.is_finite() && t.azimuth.is_finite() && t.ang_vel.is_finite());
+        let mut g = Gun::new();
+        if let Ok(i) = g.fire(z.f(), 1, &t.muzzle(Team::Red), &p) {
+            assert!(Vec3::from(i.pos).is_finite() && Vec3::from(i.vel).is_finite() && i.time_sent.is_finite());
+        }
+        let mut s = UpdateSender::new();
+        let st = OwnState { azimuth: z.f(), ..t.own_state() };
+        if let Some(ClientMsg::PlayerUpdate(u)) = s.poll(now, 1, z.f(), &st, &p, &w.physics_drivers) {
+            assert!(Vec3::from(u.pos).is_finite() && u.azimuth.is_finite() && u.timestamp.is_finite());
+        }
+    }
+}

@@ -137,7 +137,7 @@ impl UpdateSender {
         let azimuth = wrap_angle(s.azimuth);
         let mut u = PlayerUpdate {
             small: false,
-            timestamp,
+            timestamp: super::reckon::sane(timestamp),
             id,
             order: self.order,
             status,
