@@ -23,8 +23,10 @@
 //!   which form, with which `order`.
 //! * [`shots`]: live shots built from `MsgShotBegin` with every flag modifier ([`LiveShot`]), guided missiles
 //!   ([`GuidedMissile`]), and firing our own shots with slots, salt and reload ([`Gun`]).
+//! * [`flags`]: the client's rules for grabbing, capturing, dropping and shaking off flags ([`FlagRules`]).
 //! * [`hit`]: victim-side hit detection ([`hit::check_hits`]) and the messages a hit makes us send, plus the
 //!   server's end-shot accounting ([`hit::EndShotCredit`]).
+pub mod flags;
 pub mod hit;
 pub mod physics;
 pub mod reckon;
@@ -35,6 +37,7 @@ pub mod updates;
 #[cfg(test)]
 mod tests;
 
+pub use flags::FlagRules;
 pub use hit::{check_hits, HitCandidate, HitReport, Victim};
 pub use physics::{FlagEffect, Physics};
 pub use reckon::{DriverMotion, Pose, Reckoning, RemotePose, RemoteTank};

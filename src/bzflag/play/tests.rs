@@ -1139,3 +1139,85 @@ fn hostile_values_never_panic_or_poison() {
         }
     }
 }
+
+fn flag_state(
+    index: u16,
+    abbv: &str,
+    status: crate::bzflag::consts::FlagStatus,
+    pos: [f32; 3],
+) -> crate::bzflag::game::FlagState {
+    crate::bzflag::game::FlagState {
+        index,
+        info: crate::bzflag::msg::FlagInfo {
+            abbv: Abbv::new(abbv),
+            status,
+            endurance: 0,
+            owner: 255,
+            position: pos,
+            launch: pos,
+            landing: pos,
+            flight_time: 0.0,
+            flight_end: 0.0,
+            initial_velocity: 0.0,
+        },
+        revealed: None,
+        received: Instant::now(),
+    }
+}
+
+#[test]
+fn flag_rules_grab_capture_drop_and_shake() {
+    use super::flags::FlagRules;
+    use crate::bzflag::consts::FlagStatus;
+    let p = phys();
+    let mut t = Tank::new(1);
+    t.spawn([0.0, 0.0, 0.0], 0.0);
+    let flags: std::collections::HashMap<u16, _> = [
+        (0, flag_state(0, "PZ", FlagStatus::OnGround, [6.0, 0.0, 0.0])), // within 4.32 + 2.5
+        (1, flag_state(1, "PZ", FlagStatus::OnGround, [7.0, 0.0, 0.0])), // too far
+        (2, flag_state(2, "PZ", FlagStatus::OnGround, [0.0, 3.0, 0.2])), // too high
+        (3, flag_state(3, "PZ", FlagStatus::InAir, [0.0, -3.0, 0.0])),   // flying
+        (4, flag_state(4, "PZ", FlagStatus::OnGround, [-3.0, -3.0, 0.05])), // fine
+    ]
+    .into_iter()
+    .collect();
+    let mut rules = FlagRules::new();
+    let grabs = rules.grabs(10.0, &t, &flags, &p);
+    assert_eq!(grabs, vec![ClientMsg::GrabFlag { index: 0 }, ClientMsg::GrabFlag { index: 4 }]);
+    assert!(rules.grabs(10.1, &t, &flags, &p).is_empty(), "at most every 0.2 s");
+    assert_eq!(rules.grabs(10.25, &t, &flags, &p).len(), 2);
+    t.flag = flag::VELOCITY;
+    assert!(rules.grabs(11.0, &t, &flags, &p).is_empty(), "carrying one already");
+    // Dropping: not sticky flags, not while paused.
+    assert!(FlagRules::can_drop(&t, 1));
+    assert!(!FlagRules::can_drop(&t, 2));
+    // Captures on the CTF capture world, standing on the bases.
+    let w = capture_model("01-ctf-world.bin");
+    let red = w.bases_of(1).next().expect("red base").pos;
+    let green = w.bases_of(2).next().expect("green base").pos;
+    let mut t = Tank::new(1);
+    t.spawn(red.to_array(), 0.0);
+    t.flag = Abbv::new("G*");
+    assert_eq!(rules.capture(&t, Team::Red, &w), Some(ClientMsg::CaptureFlag { team: Team::Red }));
+    t.flag = Abbv::new("R*");
+    assert_eq!(rules.capture(&t, Team::Red, &w), None, "our own flag at home");
+    t.spawn(green.to_array(), 0.0);
+    t.flag = Abbv::new("R*");
+    assert_eq!(rules.capture(&t, Team::Red, &w), Some(ClientMsg::CaptureFlag { team: Team::Green }));
+    t.flag = Abbv::new("B*");
+    assert_eq!(rules.capture(&t, Team::Red, &w), None, "someone else's flag on someone else's base");
+    // Shaking a sticky flag: 3 s timeout, or 2 wins.
+    let mut s = settings(GameOptions::SHAKABLE, 1);
+    s.shake_timeout = 30;
+    s.shake_wins = 2;
+    let mut rules = FlagRules::new();
+    t.flag = Abbv::new("B");
+    rules.on_flag(t.flag, 2, Some(&s));
+    assert!((0..89).all(|_| rules.tick(1.0 / 30.0, &t).is_none()));
+    assert!(matches!(rules.tick(0.1, &t), Some(ClientMsg::DropFlag { .. })));
+    rules.on_flag(t.flag, 2, Some(&s));
+    assert!(rules.on_wins(1, &t).is_none());
+    assert!(matches!(rules.on_wins(1, &t), Some(ClientMsg::DropFlag { .. })));
+    rules.on_flag(t.flag, 2, Some(&settings(GameOptions::empty(), 1)));
+    assert!(rules.tick(100.0, &t).is_none(), "not shakable");
+}
