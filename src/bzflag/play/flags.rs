@@ -91,11 +91,8 @@ impl FlagRules {
 
     /// Whether the client lets us drop the flag we carry (`cmdDrop`); `endurance` is the flag's (2 = sticky).
     pub fn can_drop(tank: &Tank, endurance: u16) -> bool {
-        !tank.flag.is_none()
-            && !tank.is_paused()
-            && endurance != STICKY
-            && !tank.is_zoned()
-            && !(tank.flag == flag::OSCILLATION && tank.location == Location::InBuilding)
+        let oo_inside = tank.flag == flag::OSCILLATION && tank.location == Location::InBuilding;
+        !(tank.flag.is_none() || tank.is_paused() || endurance == STICKY || tank.is_zoned() || oo_inside)
     }
 
     /// Call when we get a flag (`LocalPlayer::setFlag`): a sticky one starts the shaking countdowns when the
@@ -113,7 +110,8 @@ impl FlagRules {
 
     /// Counts down the shake timeout while carrying the sticky flag; returns the `MsgDropFlag` when it runs out.
     pub fn tick(&mut self, dt: f32, tank: &Tank) -> Option<ClientMsg> {
-        if tank.is_paused() || !(dt > 0.0) || self.shake_time <= 0.0 || tank.flag.is_none() {
+        let dt = if dt.is_finite() { dt } else { 0.0 };
+        if tank.is_paused() || dt <= 0.0 || self.shake_time <= 0.0 || tank.flag.is_none() {
             return None;
         }
         self.shake_time -= dt;
