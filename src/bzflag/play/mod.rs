@@ -10,6 +10,25 @@
 //! from the wire are sanitised (non-finite or absurd numbers become 0 or are clamped) before they enter any
 //! state, so a hostile update cannot poison a prediction.
 //!
+//! # One tick of a bot (what `tests/it/play.rs` does against a real `bzfs`)
+//!
+//! ```text
+//! phys = Physics::new(&game.vars, game.settings.as_ref())
+//! report = tank.step(dt, controls, &phys, &world)
+//!   report.teleported  → send MsgTeleport(from, to)
+//!   report.death       → send tank.death_messages(me, death); tank.explode()
+//!   report.pause_drop  → send MsgDropFlag
+//!   report.explosion_over → send MsgAlive (the server respawns us; Event::Spawn → tank.spawn(pos, azimuth))
+//! shots = game.shots → LiveShot::from_game (+ update_missile for guided missiles)
+//! if let Some(hit) = check_hits(&tank.victim(me, team), shots over (prev, now), dt, &phys)
+//!     → send hit_messages(&hit, me, tank.flag, tank.pos); tank.explode()   (unless only a Shield was lost)
+//! if let Some(m) = updates.poll(now, me, clock, &tank.own_state(), &phys, &world.physics_drivers)
+//!     → send m; tank.take_sounds()
+//! to fire: gun.fire(clock, me, &tank.muzzle(team), &phys) → send updates.before_shot(..), then MsgShotBegin
+//! flags: FlagRules::grabs / capture / can_drop / tick
+//! our team flag captured (MsgCaptureFlag of our flag): tank.explode() without any MsgKilled
+//! ```
+//!
 //! # Layout
 //!
 //! * [`physics`]: [`Physics`], every number the game needs, read from the `VarStore` and `MsgGameSettings`
