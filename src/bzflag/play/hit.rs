@@ -321,6 +321,54 @@ pub fn run_over(me: Vec3, my_radius: f32, other: Vec3, other_radius: f32, phys: 
     dist < my_radius + phys.sr_radius_mult * other_radius
 }
 
+/// Another tank, as the steamroller rule needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Roller {
+    /// Its id.
+    pub id: u8,
+    /// Its team.
+    pub team: Team,
+    /// Its flag.
+    pub flag: Abbv,
+    /// Its (predicted) position.
+    pub pos: Vec3,
+    /// Its hit radius (`_tankRadius` scaled by its flag).
+    pub radius: f32,
+    /// Alive.
+    pub alive: bool,
+    /// Paused.
+    pub paused: bool,
+    /// Phantom-zoned.
+    pub zoned: bool,
+}
+
+/// `playing.cxx`'s steamroller rule: the first of `others` that runs us over (we are `v`, at `my_pos` with
+/// `my_radius`): a Steamroller carrier, or anyone alive and not zoned while we are burrowed (z < 0); never from
+/// below ground, never a team mate without team kills, never while we are zoned. Send
+/// `MsgKilled(killer = its id, reason 2)` (dropping our flag first).
+pub fn run_over_by(
+    v: &Victim,
+    my_pos: Vec3,
+    my_radius: f32,
+    others: impl IntoIterator<Item = Roller>,
+    phys: &Physics,
+) -> Option<u8> {
+    if v.zoned {
+        return None;
+    }
+    others.into_iter().find_map(|o| {
+        let rolls = o.flag == flag::STEAMROLLER || (my_pos.z < 0.0 && o.alive && !o.zoned);
+        let mate = o.team != Team::Rogue && !phys.team_kills() && o.team == v.team;
+        (o.id != v.id
+            && !o.paused
+            && rolls
+            && o.pos.z >= 0.0
+            && !mate
+            && run_over(my_pos, my_radius, o.pos, o.radius, phys))
+        .then_some(o.id)
+    })
+}
+
 /// The server's end-shot balance for one player (`endShotCredit`): each `MsgShotEnd` sent adds one (and, while
 /// holding Shield, arms a one-credit refund paid when the Shield is dropped), each `MsgKilled` sent and each GM
 /// shot fired removes one. A balance above `_endShotDetection` gets the player kicked ("wrong end shots").

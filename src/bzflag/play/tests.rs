@@ -675,6 +675,25 @@ fn beams_shock_waves_and_the_messages_a_hit_sends() {
     // Steamroller radius: 4.32 + 2 × 4.32.
     assert!(run_over(Vec3::ZERO, 4.32, Vec3::new(12.0, 0.0, 0.0), 4.32, &p));
     assert!(!run_over(Vec3::ZERO, 4.32, Vec3::new(12.0, 0.0, 3.0), 4.32, &p), "height counts double");
+    let roller = super::hit::Roller {
+        id: 5,
+        team: Team::Green,
+        flag: flag::STEAMROLLER,
+        pos: Vec3::new(10.0, 0.0, 0.0),
+        radius: 4.32,
+        alive: true,
+        paused: false,
+        zoned: false,
+    };
+    let me = victim(Vec3::ZERO, Vec3::ZERO);
+    assert_eq!(super::hit::run_over_by(&me, Vec3::ZERO, 4.32, [roller], &p), Some(5));
+    let plain = super::hit::Roller { flag: flag::NONE, ..roller };
+    assert_eq!(super::hit::run_over_by(&me, Vec3::ZERO, 4.32, [plain], &p), None);
+    assert_eq!(super::hit::run_over_by(&me, Vec3::new(0.0, 0.0, -1.0), 4.32, [plain], &p), Some(5), "burrowed");
+    assert_eq!(
+        super::hit::run_over_by(&me, Vec3::ZERO, 4.32, [super::hit::Roller { paused: true, ..roller }], &p),
+        None
+    );
 }
 
 // ------------------------------------------------------------------------------------------------------------
