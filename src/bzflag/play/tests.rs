@@ -143,6 +143,31 @@ fn world() -> WorldModel {
     WorldModel::build(&db).expect("hand-built world")
 }
 
+/// Only the outer walls, at ±400.
+fn open_world() -> WorldModel {
+    let h = 400.0;
+    let wall =
+        |x: f32, y: f32, angle: f32| Wall { pos: Vec3::new(x, y, 0.0), angle, breadth: h, height: 6.15, state: 0 };
+    let db = WorldDb {
+        dynamic_colors: Vec::new(),
+        texture_matrices: Vec::new(),
+        materials: Vec::new(),
+        physics_drivers: Vec::new(),
+        transforms: Vec::new(),
+        world_group: GroupDefinition {
+            walls: vec![wall(h, 0.0, PI), wall(-h, 0.0, 0.0), wall(0.0, h, -FRAC_PI_2), wall(0.0, -h, FRAC_PI_2)],
+            ..GroupDefinition::default()
+        },
+        group_defs: Vec::new(),
+        links: Vec::new(),
+        water_level: -1.0,
+        water_material: None,
+        weapons: Vec::new(),
+        zones: Vec::new(),
+    };
+    WorldModel::build(&db).expect("open world")
+}
+
 fn update(status: PlayerStatus, pos: [f32; 3], vel: [f32; 3], azimuth: f32, ang_vel: f32) -> PlayerUpdate {
     PlayerUpdate {
         small: false,
@@ -1239,4 +1264,39 @@ fn flag_rules_grab_capture_drop_and_shake() {
     assert!(matches!(rules.on_wins(1, &t), Some(ClientMsg::DropFlag { .. })));
     rules.on_flag(t.flag, 2, Some(&settings(GameOptions::empty(), 1)));
     assert!(rules.tick(100.0, &t).is_none(), "not shakable");
+}
+
+/// Lines and arcs in the open: what others predict from our updates stays within the tolerances plus one
+/// tick's drift, at a modest update rate.
+#[test]
+fn others_predict_us_within_the_tolerances() {
+    let mut gs = settings(GameOptions::JUMPING, 3);
+    gs.world_size = 800.0;
+    let p = Physics::new(&VarStore::defaults(), Some(&gs));
+    let w = open_world();
+    let t0 = Instant::now();
+    let mut t = Tank::new(1);
+    t.spawn([-60.0, 60.0, 0.0], 0.0);
+    let mut s = UpdateSender::new();
+    let (mut worst_pos, mut worst_angle, mut sent) = (0.0f32, 0.0f32, 0);
+    let ticks = 30 * 20;
+    for i in 0..ticks {
+        let time = i as f32 / 30.0;
+        // Straight for 2 s, then arcs whose turn rate changes every 2 s (within a 25-unit circle around the start).
+        let turn = if time < 2.0 { 0.0 } else { [1.0, 0.5, -0.7, 0.3, -1.0][(time / 2.0) as usize % 5] };
+        t.step(1.0 / 30.0, Controls { speed: 0.6, turn, jump: false }, &p, &w);
+        let now = t0 + Duration::from_secs_f32(time);
+        if let Some(pred) = s.predicted(now, &p) {
+            worst_pos = worst_pos.max((pred.pos - t.pos).abs().max_element());
+            worst_angle = worst_angle.max(crate::bzflag::msg::wrap_angle(pred.azimuth - t.azimuth).abs());
+        }
+        if s.poll(now, 1, time, &t.own_state(), &p, &[]).is_some() {
+            sent += 1;
+        }
+    }
+    eprintln!("worst position error {worst_pos:.3}, angle {worst_angle:.3}, {sent} updates in 20 s");
+    // The error is checked after each tick, so it can exceed the tolerance by one tick's divergence.
+    assert!(worst_pos < 0.09 + 0.03, "{worst_pos}");
+    assert!(worst_angle < 0.05 + 0.06, "{worst_angle}");
+    assert!(sent <= 30, "{sent} updates: the 1 s heartbeat and the turn changes only");
 }
