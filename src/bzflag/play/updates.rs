@@ -106,7 +106,9 @@ impl UpdateSender {
             return true;
         }
         let rate = phys.update_throttle_rate as i32;
-        if rate > 0 && dt < 1.0 / rate as f32 {
+        // (A millisecond of slack so that a bot ticking at exactly the throttle rate is not held back every
+        // other tick by clock rounding.)
+        if rate > 0 && dt + 0.001 < 1.0 / rate as f32 {
             return false;
         }
         let tol = phys.position_tolerance;
