@@ -19,7 +19,7 @@
 //!   report.death       → send tank.death_messages(me, death); tank.explode()
 //!   report.pause_drop  → send MsgDropFlag
 //!   report.explosion_over → send MsgAlive (the server respawns us; Event::Spawn → tank.spawn(pos, azimuth))
-//! shots = game.shots → LiveShot::from_game (+ update_missile for guided missiles)
+//! tracker.sync(&game.shots, &phys, Some(&world))   (a ShotTracker per session; update_missile for missiles)
 //! if let Some(hit) = check_hits(&tank.victim(me, team), shots over (prev, now), dt, &phys)
 //!     → send hit_messages(&hit, me, tank.flag, tank.pos); tank.explode()   (unless only a Shield was lost)
 //! if let Some(m) = updates.poll(now, me, clock, &tank.own_state(), &phys, &world.physics_drivers)
@@ -60,6 +60,6 @@ pub use flags::FlagRules;
 pub use hit::{check_hits, HitCandidate, HitReport, Victim};
 pub use physics::{FlagEffect, Physics};
 pub use reckon::{DriverMotion, Pose, Reckoning, RemotePose, RemoteTank};
-pub use shots::{FireError, GuidedMissile, Gun, LiveShot, ShotKind};
+pub use shots::{FireError, GuidedMissile, Gun, LiveShot, ShotKind, ShotTracker};
 pub use tank::{Controls, Death, Location, StepReport, Tank};
 pub use updates::{OwnState, UpdateSender};

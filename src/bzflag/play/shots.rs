@@ -356,6 +356,65 @@ pub fn shot_path(w: &WorldModel, start: Vec3, vel: Vec3, lifetime: f32, opts: &S
     out
 }
 
+/// The live shots of one session, built once each from the session's [`crate::bzflag::game::Game::shots`] and
+/// kept while the session keeps them (paths are precomputed only when a shot appears; `MsgGMUpdate`s are applied
+/// as they arrive). Call [`ShotTracker::sync`] every tick.
+#[derive(Debug, Clone, Default)]
+pub struct ShotTracker {
+    shots: std::collections::HashMap<(u8, u16), (LiveShot, Option<Instant>)>,
+}
+
+impl ShotTracker {
+    /// No shots.
+    pub fn new() -> ShotTracker {
+        ShotTracker::default()
+    }
+
+    /// Follows the session's shots: new ones are built, gone or ended ones dropped, missile updates applied.
+    pub fn sync(
+        &mut self,
+        shots: &std::collections::HashMap<(u8, u16), crate::bzflag::game::Shot>,
+        phys: &Physics,
+        world: Option<&WorldModel>,
+    ) {
+        self.shots.retain(|k, (s, _)| shots.get(k).is_some_and(|g| g.received == s.received) && !s.ended);
+        for (k, g) in shots {
+            let entry = self.shots.entry(*k).or_insert_with(|| (LiveShot::new(&g.info, g.received, phys, world), None));
+            if let Some((u, at, target)) = &g.gm_update {
+                if entry.1 != Some(*at) {
+                    entry.0.apply_gm_update(u, *target);
+                    entry.1 = Some(*at);
+                }
+            }
+        }
+    }
+
+    /// Every tracked shot.
+    pub fn iter(&self) -> impl Iterator<Item = &LiveShot> + '_ {
+        self.shots.values().map(|(s, _)| s)
+    }
+
+    /// Every tracked shot, mutable (to fly missiles with [`LiveShot::update_missile`] or mark shots ended).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut LiveShot> + '_ {
+        self.shots.values_mut().map(|(s, _)| s)
+    }
+
+    /// One shot.
+    pub fn get(&self, shooter: u8, shot_id: u16) -> Option<&LiveShot> {
+        self.shots.get(&(shooter, shot_id)).map(|(s, _)| s)
+    }
+
+    /// Number of shots tracked.
+    pub fn len(&self) -> usize {
+        self.shots.len()
+    }
+
+    /// No shots tracked.
+    pub fn is_empty(&self) -> bool {
+        self.shots.is_empty()
+    }
+}
+
 fn limit_angle(a: f32) -> f32 {
     use std::f32::consts::{PI, TAU};
     if !a.is_finite() {

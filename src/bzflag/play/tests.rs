@@ -1300,3 +1300,45 @@ fn others_predict_us_within_the_tolerances() {
     assert!(worst_angle < 0.05 + 0.06, "{worst_angle}");
     assert!(sent <= 30, "{sent} updates: the 1 s heartbeat and the turn changes only");
 }
+
+#[test]
+fn the_shot_tracker_follows_the_session() {
+    let p = phys();
+    let w = world();
+    let now = Instant::now();
+    let mut game = std::collections::HashMap::new();
+    let mk = |id: u16, f: Abbv, at: Instant| crate::bzflag::game::Shot {
+        info: info(Vec3::new(0.0, -20.0, 3.0), Vec3::new(100.0, 0.0, 0.0), f, id),
+        received: at,
+        gm_update: None,
+    };
+    game.insert((2, 0x100), mk(0x100, flag::NONE, now));
+    game.insert((2, 0x201), mk(0x201, flag::GUIDED_MISSILE, now));
+    let mut tr = super::shots::ShotTracker::new();
+    tr.sync(&game, &p, Some(&w));
+    assert_eq!(tr.len(), 2);
+    let first = tr.get(2, 0x100).map(|s| s.segments.clone());
+    // A missile update is applied once.
+    let upd = crate::bzflag::msg::ShotUpdate {
+        shooter: 2,
+        shot_id: 0x201,
+        pos: [10.0, -20.0, 3.0],
+        vel: [0.0, 100.0, 0.0],
+        dt: 0.1,
+        team: Team::Blue,
+    };
+    if let Some(s) = game.get_mut(&(2, 0x201)) {
+        s.gm_update = Some((upd, now, 7));
+    }
+    tr.sync(&game, &p, Some(&w));
+    let m = tr.get(2, 0x201).and_then(|s| s.missile.clone()).expect("missile");
+    assert_eq!((m.target, m.pos), (7, Vec3::new(10.0, -20.0, 3.0)));
+    assert!(close(m.azimuth, FRAC_PI_2, 1e-5));
+    // Unchanged shots keep their path; a slot reused (new receive time) is rebuilt; gone shots are dropped.
+    assert_eq!(tr.get(2, 0x100).map(|s| s.segments.clone()), first);
+    game.remove(&(2, 0x201));
+    game.insert((2, 0x100), mk(0x100, flag::RAPID_FIRE, now + Duration::from_secs(4)));
+    tr.sync(&game, &p, Some(&w));
+    assert_eq!(tr.len(), 1);
+    assert_eq!(tr.get(2, 0x100).map(|s| s.kind), Some(ShotKind::RapidFire));
+}
