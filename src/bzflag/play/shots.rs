@@ -315,45 +315,10 @@ impl LiveShot {
     }
 }
 
-/// `WorldModel::shot_path`, with one repair: the world's segment query reports the surface a ricochet starts on
-/// as an `inside` hit at t = 0, which `shot_path` then drops together with everything behind it, so a shot that
-/// bounced off an obstacle flew through whatever came next. Each ricochet segment is checked from a point just
-/// off the surface; when something is met before its end, the path is recomputed from there (the teleporter
-/// seed keeps counting segments, as in the client).
+/// The path of a shot through the world: [`WorldModel::shot_path`] (kept as a function of this module so that the
+/// shot code has one entry point).
 pub fn shot_path(w: &WorldModel, start: Vec3, vel: Vec3, lifetime: f32, opts: &ShotOptions) -> Vec<ShotSegment> {
-    const NUDGE: f32 = 1.0e-4;
-    let mut out = w.shot_path(start, vel, lifetime, opts);
-    if opts.through {
-        return out;
-    }
-    let mut from = 1;
-    for _ in 0..100 {
-        let bad = out.iter().enumerate().skip(from).find(|(_, seg)| {
-            seg.reason == SegmentReason::Ricochet && seg.t1 - seg.t0 > 2.0 * NUDGE && {
-                let a = seg.start + seg.velocity * NUDGE;
-                let b = seg.end();
-                w.segment(a, b, Mask::Shots).is_some_and(|h| !h.inside && h.t < 1.0 - 1.0e-5)
-            }
-        });
-        let Some((i, seg)) = bad.map(|(i, s)| (i, *s)) else { break };
-        let o = ShotOptions { muzzle_front: 0.0, shot_id: opts.shot_id.wrapping_add(i as u16), ..*opts };
-        let begin = seg.t0 + NUDGE;
-        let mut rest = w.shot_path(seg.start + seg.velocity * NUDGE, seg.velocity, lifetime - begin, &o);
-        for (k, r) in rest.iter_mut().enumerate() {
-            r.t0 += begin;
-            r.t1 += begin;
-            if k == 0 {
-                r.t0 = seg.t0;
-                r.start = seg.start;
-                r.reason = SegmentReason::Ricochet;
-            }
-        }
-        out.truncate(i);
-        out.extend(rest);
-        out.truncate(100);
-        from = i + 1;
-    }
-    out
+    w.shot_path(start, vel, lifetime, opts)
 }
 
 /// The live shots of one session, built once each from the session's [`crate::bzflag::game::Game::shots`] and

@@ -91,8 +91,12 @@ impl WorldModel {
                 break;
             }
             let mut o2 = o - d * min_time;
-            o2.x = o2.x.clamp(-edge, edge);
-            o2.y = o2.y.clamp(-edge, edge);
+            // The first segment starts backed off by the muzzle distance and clamped into the world; a shot that
+            // later passed over an outer wall is outside and stays there.
+            if i == 0 {
+                o2.x = o2.x.clamp(-edge, edge);
+                o2.y = o2.y.clamp(-edge, edge);
+            }
             let mut t = time_left + min_time;
             // The ground (only when moving down).
             let mut ground = false;
@@ -104,7 +108,7 @@ impl WorldModel {
                 }
             }
             // The first obstacle or teleporter field before that.
-            let hit = self.first_hit(o2, o2 + d * t, !opts.through).filter(|h| h.t * t > EPSILON);
+            let hit = self.first_hit_after(o2, d, t, !opts.through);
             if let Some(h) = &hit {
                 t *= h.t;
                 ground = false;
@@ -151,6 +155,27 @@ impl WorldModel {
         out
     }
 
+    /// The first hit on `o + d·[0, t]` that lies beyond [`EPSILON`] (as a fraction of the whole segment). A
+    /// segment that starts on a surface (after a ricochet or a teleport) meets that surface at once; the query is
+    /// then repeated from a little further on, so that what lies behind is still found.
+    fn first_hit_after(&self, o: Vec3, d: Vec3, t: f32, solids: bool) -> Option<super::query::Hit> {
+        const STEP: f32 = 1.0e-4;
+        let mut from = 0.0f32;
+        for _ in 0..8 {
+            if from >= t {
+                return None;
+            }
+            let mut h = self.first_hit(o + d * from, o + d * t, solids)?;
+            let at = from + h.t * (t - from);
+            if at > EPSILON {
+                h.t = at / t;
+                return Some(h);
+            }
+            from = at.max(from) + STEP;
+        }
+        None
+    }
+
     /// The first obstacle that stops shots (when `solids`) or teleporter field on the segment.
     fn first_hit(&self, a: Vec3, b: Vec3, solids: bool) -> Option<super::query::Hit> {
         if solids {
@@ -167,8 +192,7 @@ mod tests {
     use crate::bzflag::world::parse_blob;
 
     fn model() -> WorldModel {
-        let blob = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/02-custom-world.bin"))
-            .unwrap();
+        let blob = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/02-custom-world.bin")).unwrap();
         WorldModel::build(&parse_blob(&blob).unwrap()).unwrap()
     }
 
