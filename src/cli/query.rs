@@ -285,19 +285,29 @@ pub fn query(args: Vec<String>) -> u8 {
         }
     }
     let cfg = ScanConfig { pace: Duration::ZERO, ..config(&a.opts, params) };
-    let mut results = match run_scan(set, cfg, targets, |_| {}, |_, _| {}) {
-        Ok((r, _)) => r,
+    let mut results = Vec::new();
+    let run = run_scan(set, cfg, targets, |t| {
+        if let Tick::Result(r) = t {
+            results.push(r.clone());
+        }
+    });
+    match run {
+        Ok(_) => {}
         Err(e) => {
             eprintln!("bzhead: {e}");
             return exit::FAILED;
         }
-    };
+    }
     results.sort_by_key(|r| r.index);
     let out = io::stdout();
     let mut out = out.lock();
     for r in &results {
-        let text = if a.json { r.to_json_line() + "\n" } else { text_block(r) };
-        let _ = out.write_all(text.as_bytes());
+        if a.json {
+            let _ = serde_json::to_writer(&mut out, r);
+            let _ = out.write_all(b"\n");
+        } else {
+            let _ = out.write_all(text_block(r).as_bytes());
+        }
     }
     let _ = out.flush();
     exit_code(&results)
@@ -317,15 +327,22 @@ fn exit_code(results: &[QueryResult]) -> u8 {
     code
 }
 
-/// Runs a scan of `targets` on a fresh reactor until everything finished; `on_result` sees each result as it
-/// arrives and `on_tick` the counters after each turn.
+/// What [`run_scan`] reports to its caller.
+enum Tick<'a> {
+    /// A query finished.
+    Result(&'a QueryResult),
+    /// A turn ended: the counters and how many queries are left (waiting or running).
+    Turn(&'a ScanStats, usize),
+}
+
+/// Runs a scan of `targets` on a fresh reactor until everything finished, handing each result and the end of each
+/// turn to `on`; returns the final counters.
 fn run_scan(
     set: PluginSet,
     cfg: ScanConfig,
     targets: Vec<Target>,
-    mut on_result: impl FnMut(&QueryResult),
-    mut on_tick: impl FnMut(&ScanStats, usize),
-) -> Result<(Vec<QueryResult>, ScanStats), String> {
+    mut on: impl FnMut(Tick<'_>),
+) -> Result<ScanStats, String> {
     let mut reactor = Reactor::new().map_err(|e| format!("cannot start the event loop: {e}"))?;
     let now = Instant::now();
     let mut scan = Scan::new(set, cfg, now);
@@ -333,23 +350,20 @@ fn run_scan(
         let _ = scan.add_target(now, t); // duplicates are counted and skipped
     }
     let id = reactor.add_scan(scan);
-    let mut results = Vec::new();
     loop {
         while let Some((_, _, ev)) = reactor.poll_scan_event() {
             let ScanEvent::Result(r) = ev;
-            on_result(&r);
-            results.push(r);
+            on(Tick::Result(&r));
         }
         if let Some(s) = reactor.scan(id) {
-            on_tick(&s.stats(), s.pending() + s.running());
+            on(Tick::Turn(&s.stats(), s.pending() + s.running()));
         }
         if reactor.is_scan_done(id) {
             break;
         }
         reactor.turn(Some(Duration::from_millis(100))).map_err(|e| format!("event loop failed: {e}"))?;
     }
-    let stats = reactor.scan(id).map(Scan::stats).unwrap_or_default();
-    Ok((results, stats))
+    Ok(reactor.scan(id).map(Scan::stats).unwrap_or_default())
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -526,12 +540,12 @@ pub fn scan(a: ScanArgs) -> u8 {
     }
     let mut master_failed = None;
     let mut last_progress = Instant::now();
-    let run = run_scan(
-        set,
-        cfg,
-        targets,
-        |r| {
-            if master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0 {
+    let is_master = |r: &QueryResult| master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0;
+    // Counts of the servers' results (the master's is reported on its own), and the exit code.
+    let (mut servers, mut answered, mut timed_out, mut malformed, mut code) = (0u64, 0u64, 0u64, 0u64, exit::OK);
+    let run = run_scan(set, cfg, targets, |t| match t {
+        Tick::Result(r) => {
+            if is_master(r) {
                 match &r.outcome {
                     Ok(ans) => eprintln!(
                         "bzhead: master {} listed {} servers",
@@ -540,19 +554,26 @@ pub fn scan(a: ScanArgs) -> u8 {
                     ),
                     Err(e) => master_failed = Some(format!("master {}: {e}", r.address)),
                 }
-                if a.json {
-                    let _ = writeln!(out, "{}", r.to_json_line());
+            } else {
+                servers += 1;
+                match &r.outcome {
+                    Ok(_) => answered += 1,
+                    Err(e) if e.kind == bzhead::query::ErrorKind::Timeout => timed_out += 1,
+                    Err(e) if e.kind == bzhead::query::ErrorKind::Malformed => malformed += 1,
+                    Err(_) => {}
                 }
-                return;
+                code = code.max(exit_code(std::slice::from_ref(r)));
             }
             if a.json {
-                let _ = writeln!(out, "{}", r.to_json_line());
-            } else if r.is_ok() || a.all {
+                let _ = serde_json::to_writer(&mut out, r);
+                let _ = out.write_all(b"\n");
+            } else if !is_master(r) && (r.is_ok() || a.all) {
                 let _ = writeln!(out, "{}", table_row(r));
             }
+        }
+        Tick::Turn(st, left) => {
+            // One write per turn: lines reach a pipe as they happen without a syscall per line.
             let _ = out.flush();
-        },
-        |st, left| {
             if progress && last_progress.elapsed() >= Duration::from_millis(100) {
                 last_progress = Instant::now();
                 eprint!(
@@ -560,33 +581,23 @@ pub fn scan(a: ScanArgs) -> u8 {
                     st.finished, st.answered, st.timed_out, st.malformed
                 );
             }
-        },
-    );
+        }
+    });
     if progress {
         eprint!("\r\x1b[K");
     }
     let _ = out.flush();
-    let (results, stats) = match run {
+    let stats = match run {
         Ok(x) => x,
         Err(e) => {
             eprintln!("bzhead: {e}");
             return exit::FAILED;
         }
     };
-    let servers: Vec<QueryResult> = results
-        .into_iter()
-        .filter(|r| !(master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0))
-        .collect();
-    let count = |kind: bzhead::query::ErrorKind| {
-        servers.iter().filter(|r| matches!(&r.outcome, Err(e) if e.kind == kind)).count()
-    };
-    let answered = servers.iter().filter(|r| r.is_ok()).count();
-    let (timed_out, malformed) = (count(bzhead::query::ErrorKind::Timeout), count(bzhead::query::ErrorKind::Malformed));
     eprintln!(
-        "bzhead: scanned {} servers: {answered} answered, {timed_out} timed out, {malformed} malformed, {} other \
-         errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored)",
-        servers.len(),
-        servers.len() - answered - timed_out - malformed,
+        "bzhead: scanned {servers} servers: {answered} answered, {timed_out} timed out, {malformed} malformed, {} \
+         other errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored)",
+        servers - answered - timed_out - malformed,
         started.elapsed().as_secs_f64(),
         stats.sent,
         stats.received,
@@ -596,5 +607,5 @@ pub fn scan(a: ScanArgs) -> u8 {
         eprintln!("bzhead: {m}");
         return exit::NO_ANSWER;
     }
-    exit_code(&servers)
+    code
 }

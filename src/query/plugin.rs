@@ -61,12 +61,12 @@ pub enum Val {
 
 impl Val {
     /// As JSON.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn into_json(self) -> serde_json::Value {
         match self {
             Val::Null => serde_json::Value::Null,
-            Val::Bool(b) => serde_json::Value::Bool(*b),
-            Val::Int(i) => serde_json::Value::from(*i),
-            Val::Str(s) => serde_json::Value::String(s.clone()),
+            Val::Bool(b) => serde_json::Value::Bool(b),
+            Val::Int(i) => serde_json::Value::from(i),
+            Val::Str(s) => serde_json::Value::String(s),
         }
     }
 
@@ -89,8 +89,8 @@ pub struct PlayerReport {
     pub team: Val,
     /// Ping (ms) as the server reports it.
     pub ping: Val,
-    /// Protocol-specific fields.
-    pub extra: Vec<(String, Val)>,
+    /// Protocol-specific fields (already as JSON values: they go to the result as they are).
+    pub extra: Vec<(String, serde_json::Value)>,
 }
 
 /// Something a plugin did during one call, copied out of its borrowed arguments.
@@ -194,8 +194,8 @@ pub enum Handled {
 }
 
 /// Options of one instance (copied into the plugin at `create`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InstanceOptions {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstanceOptions<'a> {
     /// Wait for a first answer (ms); 0 = the plugin's default.
     pub timeout_ms: u32,
     /// Re-sends allowed.
@@ -205,7 +205,7 @@ pub struct InstanceOptions {
     /// Seed for tokens and challenges.
     pub seed: u64,
     /// Protocol parameters.
-    pub params: Vec<(String, String)>,
+    pub params: &'a [(String, String)],
 }
 
 #[derive(Default)]
@@ -310,7 +310,7 @@ impl PluginInstance {
         target: SocketAddr,
         tag: u64,
         now_ms: u64,
-        options: &InstanceOptions,
+        options: &InstanceOptions<'_>,
         out: &mut Vec<Report>,
     ) -> Result<PluginInstance, CallError> {
         let Some(create) = lib.api().create else { return Err(CallError::NoInstance) };
@@ -473,6 +473,13 @@ unsafe fn with_state(
     r.unwrap_or(Status::ERROR)
 }
 
+fn json_size(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::String(s) => s.len(),
+        _ => 8,
+    }
+}
+
 fn report_size(r: &Report) -> usize {
     match r {
         Report::Send { data, .. } => data.len(),
@@ -484,7 +491,7 @@ fn report_size(r: &Report) -> usize {
                 + p.score.size()
                 + p.team.size()
                 + p.ping.size()
-                + p.extra.iter().map(|(k, v)| k.len() + v.size()).sum::<usize>()
+                + p.extra.iter().map(|(k, v)| k.len() + json_size(v)).sum::<usize>()
         }
         Report::MasterEntry(_) => 20,
         Report::Done { error, .. } => error.len(),
@@ -651,7 +658,7 @@ unsafe extern "C" fn cb_report_player(ctx: *mut c_void, tag: u64, p: *const AbiP
             };
             let mut extra = Vec::with_capacity(extra_fields.len());
             for f in extra_fields {
-                extra.push((text(f.key)?, value_of(&f.value)?));
+                extra.push((text(f.key)?, value_of(&f.value)?.into_json()));
             }
             Ok(Report::Player(PlayerReport { name, score, team, ping, extra }))
         })

@@ -40,6 +40,15 @@ impl Fields {
         }
     }
 
+    /// [`Fields::set`] with an owned key (no copy).
+    pub fn set_owned(&mut self, key: String, value: Value) {
+        if let Some(slot) = self.0.iter_mut().find(|(k, _)| *k == key) {
+            slot.1 = value;
+        } else {
+            self.0.push((key, value));
+        }
+    }
+
     /// Number of fields.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -79,18 +88,14 @@ pub struct PlayerEntry {
 impl From<PlayerReport> for PlayerEntry {
     fn from(p: PlayerReport) -> Self {
         let reserved = ["name", "score", "team", "ping"];
+        let mut extra = p.extra;
+        extra.retain(|(k, _)| !reserved.contains(&k.as_str()));
         PlayerEntry {
             name: p.name,
-            score: p.score.to_json(),
-            team: p.team.to_json(),
-            ping: p.ping.to_json(),
-            extra: Fields(
-                p.extra
-                    .into_iter()
-                    .filter(|(k, _)| !reserved.contains(&k.as_str()))
-                    .map(|(k, v)| (k, v.to_json()))
-                    .collect(),
-            ),
+            score: p.score.into_json(),
+            team: p.team.into_json(),
+            ping: p.ping.into_json(),
+            extra: Fields(extra),
         }
     }
 }
@@ -295,6 +300,15 @@ impl fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
+/// Serialises a `Display` value as a string without building the string first.
+struct AsDisplay<'a, T>(&'a T);
+
+impl<T: fmt::Display> Serialize for AsDisplay<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self.0)
+    }
+}
+
 /// The result of one query, in the shared shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryResult {
@@ -335,7 +349,7 @@ impl Serialize for QueryResult {
                 let mut st = s.serialize_struct("QueryResult", 17)?;
                 st.serialize_field("v", &SHAPE_VERSION)?;
                 st.serialize_field("protocol", &self.protocol)?;
-                st.serialize_field("address", &self.address.to_string())?;
+                st.serialize_field("address", &AsDisplay(&self.address))?;
                 st.serialize_field("ok", &true)?;
                 st.serialize_field("ping_ms", &self.ping_ms)?;
                 st.serialize_field("name", &a.name)?;
@@ -350,7 +364,7 @@ impl Serialize for QueryResult {
                 st.serialize_field("rules", &a.rules)?;
                 st.serialize_field("raw", &a.raw)?;
                 if let Some(servers) = &a.servers {
-                    let list: Vec<String> = servers.iter().map(ToString::to_string).collect();
+                    let list: Vec<AsDisplay<'_, SocketAddr>> = servers.iter().map(AsDisplay).collect();
                     st.serialize_field("servers", &list)?;
                 } else {
                     st.skip_field("servers")?;
@@ -361,7 +375,7 @@ impl Serialize for QueryResult {
                 let mut st = s.serialize_struct("QueryResult", 6)?;
                 st.serialize_field("v", &SHAPE_VERSION)?;
                 st.serialize_field("protocol", &self.protocol)?;
-                st.serialize_field("address", &self.address.to_string())?;
+                st.serialize_field("address", &AsDisplay(&self.address))?;
                 st.serialize_field("ok", &false)?;
                 st.serialize_field("error", e.kind.name())?;
                 st.serialize_field("detail", &e.detail)?;

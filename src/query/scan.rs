@@ -281,7 +281,9 @@ pub struct Scan {
     host: PluginHost,
     epoch: Instant,
     pending: VecDeque<(usize, Target)>,
-    known: HashSet<(String, SocketAddr)>,
+    /// Every (protocol, address) queued so far, the protocol as an index into `protocol_names`.
+    known: HashSet<(usize, SocketAddr)>,
+    protocol_names: Vec<String>,
     next_index: usize,
     next_tag: u64,
     running: Slab<Query>,
@@ -345,6 +347,7 @@ impl Scan {
             epoch: now,
             pending: VecDeque::new(),
             known: HashSet::new(),
+            protocol_names: Vec::new(),
             next_index: 0,
             next_tag: 1,
             running: Slab::new(),
@@ -403,7 +406,14 @@ impl Scan {
         if self.pending.len() >= MAX_PENDING {
             return Err(AddError::Full);
         }
-        if !self.known.insert((target.protocol.clone(), target.addr)) {
+        let proto = match self.protocol_names.iter().position(|p| *p == target.protocol) {
+            Some(i) => i,
+            None => {
+                self.protocol_names.push(target.protocol.clone());
+                self.protocol_names.len() - 1
+            }
+        };
+        if !self.known.insert((proto, target.addr)) {
             self.stats.duplicates += 1;
             return Err(AddError::Duplicate);
         }
@@ -650,16 +660,17 @@ impl Scan {
             kind,
         });
         self.by_addr.insert(addr, key);
-        let protocol = self.running[key].target.protocol.clone();
-        if protocol == BZFLAG {
+        if self.running[key].target.protocol == BZFLAG {
             self.bucket.tokens -= 1.0;
             self.stats.sent += 1;
             self.running[key].last_send = Some(now);
+            let protocol = BZFLAG.to_owned();
             self.tcp.push_back(TcpQuery { id: TcpQueryId { key, tag }, protocol, addr, timeout: self.config.timeout });
             self.rearm(key);
             return;
         }
-        let Some(lib) = self.plugins.plugin_for(&protocol).cloned() else {
+        let Some(lib) = self.plugins.plugin_for(&self.running[key].target.protocol).cloned() else {
+            let protocol = &self.running[key].target.protocol;
             let known = self.plugins.protocol_names().join(", ");
             let detail = if known.is_empty() {
                 format!("no plugin speaks {protocol:?} (no plugin loaded)")
@@ -670,8 +681,13 @@ impl Scan {
             return;
         };
         let q = &self.running[key];
-        let mut params = self.config.params.clone();
-        params.extend(q.target.params.iter().cloned());
+        let joined: Vec<(String, String)>;
+        let params: &[(String, String)] = if q.target.params.is_empty() {
+            &self.config.params
+        } else {
+            joined = self.config.params.iter().chain(&q.target.params).cloned().collect();
+            &joined
+        };
         let options = InstanceOptions {
             timeout_ms: u32::try_from(self.config.timeout.as_millis()).unwrap_or(u32::MAX).max(1),
             retries: self.config.retries,
@@ -681,21 +697,17 @@ impl Scan {
         };
         let mut reports = std::mem::take(&mut self.reports);
         reports.clear();
-        let created =
-            PluginInstance::create(&self.host, &lib, &protocol, addr, tag, self.ms(now), &options, &mut reports);
-        let r = match created {
+        let now_ms = self.ms(now);
+        let protocol = &q.target.protocol;
+        let created = PluginInstance::create(&self.host, &lib, protocol, addr, tag, now_ms, &options, &mut reports);
+        match created {
             Ok(inst) => {
                 self.running[key].runner = Runner::Plugin(inst);
-                Ok(())
+                self.after_call(now, key, &mut reports, Ok(()));
             }
-            Err(e) => Err(e),
-        };
-        let r = r.map_err(|e| (e, lib));
-        match r {
-            Ok(()) => self.after_call(now, key, &mut reports, Ok(())),
-            Err((e, lib)) => {
+            Err(e) => {
+                let err = create_error(&lib, protocol, e);
                 self.log_reports(&lib, addr, &reports);
-                let err = create_error(&lib, &protocol, e);
                 self.finish(now, key, Err(err));
             }
         }
@@ -713,7 +725,11 @@ impl Scan {
     /// Applies what one call into a query's plugin produced, then re-arms its timer or finishes it.
     fn after_call(&mut self, now: Instant, key: usize, reports: &mut Vec<Report>, call: Result<(), CallError>) {
         let Some(q) = self.running.get_mut(key) else { return };
-        let plugin = plugin_name(q).to_owned();
+        let lib = match &q.runner {
+            Runner::Plugin(inst) => Some(inst.plugin().clone()),
+            Runner::Tcp => None,
+        };
+        let plugin = lib.as_deref().map_or(BZFLAG, PluginLibrary::name);
         let addr = q.target.addr;
         let mut failure: Option<QueryError> = None;
         let mut done: Option<Result<(), QueryError>> = None;
@@ -723,7 +739,7 @@ impl Scan {
         for r in reports.drain(..) {
             if failure.is_some() {
                 if let Report::Log { level, msg } = &r {
-                    log_line(&plugin, addr, *level, msg);
+                    log_line(plugin, addr, *level, msg);
                 }
                 continue;
             }
@@ -763,21 +779,21 @@ impl Scan {
                 }
                 Report::Rule { key: k, value } => {
                     if q.answer.rules.len() >= MAX_FIELDS {
-                        failure = Some(too_many(&plugin, "rules", MAX_FIELDS));
+                        failure = Some(too_many(plugin, "rules", MAX_FIELDS));
                         continue;
                     }
-                    q.answer.rules.set(&k, serde_json::Value::String(value));
+                    q.answer.rules.set_owned(k, serde_json::Value::String(value));
                 }
                 Report::Raw { key: k, value } => {
                     if q.answer.raw.len() >= MAX_FIELDS {
-                        failure = Some(too_many(&plugin, "raw fields", MAX_FIELDS));
+                        failure = Some(too_many(plugin, "raw fields", MAX_FIELDS));
                         continue;
                     }
-                    q.answer.raw.set(&k, value.to_json());
+                    q.answer.raw.set_owned(k, value.into_json());
                 }
                 Report::Player(p) => {
                     if q.players.len() >= MAX_PLAYERS {
-                        failure = Some(too_many(&plugin, "players", MAX_PLAYERS));
+                        failure = Some(too_many(plugin, "players", MAX_PLAYERS));
                         continue;
                     }
                     q.players.push(PlayerEntry::from(p));
@@ -791,7 +807,7 @@ impl Scan {
                         continue;
                     }
                     if q.entries.len() >= MAX_MASTER_ENTRIES {
-                        failure = Some(too_many(&plugin, "master entries", MAX_MASTER_ENTRIES));
+                        failure = Some(too_many(plugin, "master entries", MAX_MASTER_ENTRIES));
                         continue;
                     }
                     let a = normalize(a);
@@ -810,7 +826,7 @@ impl Scan {
                         });
                     }
                 }
-                Report::Log { level, msg } => log_line(&plugin, addr, level, &msg),
+                Report::Log { level, msg } => log_line(plugin, addr, level, &msg),
                 Report::Rejected(why) => {
                     failure = Some(QueryError::new(
                         ErrorKind::Plugin,
@@ -820,7 +836,7 @@ impl Scan {
             }
         }
         if let Some(f) = failure {
-            warn!(plugin = %plugin, server = %addr, error = %f, "plugin failure");
+            warn!(plugin, server = %addr, error = %f, "plugin failure");
             self.finish(now, key, Err(f));
             return;
         }
@@ -911,9 +927,10 @@ impl Scan {
             (Ok(a), Some((proto, params))) => a.servers.clone().map(|s| (s, proto.clone(), params.clone())),
             _ => None,
         };
+        let mut q = q;
         let result = QueryResult {
             index: q.index,
-            protocol: q.target.protocol.clone(),
+            protocol: std::mem::take(&mut q.target.protocol),
             address: q.target.addr,
             ping_ms: q.ping.map(|d| (d.as_secs_f64() * 10_000.0).round() / 10.0),
             outcome,

@@ -32,7 +32,7 @@ use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
 mod query;
-pub use query::{ScanId, MAX_QUERY_UDP_QUEUE};
+pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
 
 /// Time allowed for a TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

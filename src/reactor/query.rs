@@ -356,9 +356,28 @@ fn flush_query(s: &mut QuerySock, errors: &mut Vec<(SocketAddr, io::Error)>) {
     }
 }
 
+/// Receive buffer asked for a query socket: a scan's replies come in bursts (a few hundred servers answering within a
+/// millisecond), and a default-sized buffer (about 200 KiB, a few hundred datagrams) overflows and turns answers into
+/// retries. The system caps it (`net.core.rmem_max`); failing to get it is not an error.
+pub const QUERY_RECV_BUFFER: usize = 4 << 20;
+/// Send buffer asked for a query socket.
+pub const QUERY_SEND_BUFFER: usize = 1 << 20;
+
 fn open_query_socket(v6: bool) -> io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
     let any: SocketAddr = if v6 { (Ipv6Addr::UNSPECIFIED, 0).into() } else { (Ipv4Addr::UNSPECIFIED, 0).into() };
-    let s = std::net::UdpSocket::bind(any)?;
+    let s = Socket::new(if v6 { Domain::IPV6 } else { Domain::IPV4 }, Type::DGRAM, Some(Protocol::UDP))?;
+    if v6 {
+        // IPv4 targets go through the IPv4 socket; this one stays IPv6-only.
+        let _ = s.set_only_v6(true);
+    }
+    if let Err(e) = s.set_recv_buffer_size(QUERY_RECV_BUFFER) {
+        debug!(error = %e, "query socket receive buffer");
+    }
+    if let Err(e) = s.set_send_buffer_size(QUERY_SEND_BUFFER) {
+        debug!(error = %e, "query socket send buffer");
+    }
     s.set_nonblocking(true)?;
-    Ok(UdpSocket::from_std(s))
+    s.bind(&any.into())?;
+    Ok(UdpSocket::from_std(s.into()))
 }
