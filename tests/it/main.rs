@@ -10,6 +10,7 @@ mod engine_captures;
 mod harness;
 mod observe;
 mod play;
+mod query_demux;
 mod query_host;
 mod query_master;
 mod query_servers;
