@@ -265,11 +265,15 @@ impl Bucket {
     }
 
     /// When a token will be available (now if one is).
+    /// When to look again after running out of tokens: once a batch of them is there (a token's worth at low
+    /// rates, about two milliseconds' worth at high ones), so that a fast scan wakes the reactor some 500 times a
+    /// second rather than once per datagram. The average rate is the same.
     fn ready_at(&self, now: Instant) -> Instant {
         if self.tokens >= 1.0 {
             return now;
         }
-        let wait = (1.0 - self.tokens) / self.rate;
+        let batch = (self.rate / 500.0).clamp(1.0, self.burst);
+        let wait = (batch - self.tokens) / self.rate;
         later(now, Duration::from_secs_f64(wait.clamp(0.0, 3600.0)))
     }
 }
