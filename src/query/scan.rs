@@ -727,6 +727,9 @@ impl Scan {
     }
 
     /// Applies what one call into a query's plugin produced, then re-arms its timer or finishes it.
+    ///
+    /// A query stays in `running` until [`Scan::finish`] removes it; the `self.running[key]` indexing here and in
+    /// `start` always follows a successful lookup of `key` with no `finish` in between.
     fn after_call(&mut self, now: Instant, key: usize, reports: &mut Vec<Report>, call: Result<(), CallError>) {
         let Some(q) = self.running.get_mut(key) else { return };
         let lib = match &q.runner {

@@ -259,3 +259,16 @@ fn a_bzflag_observer_and_a_scan_share_one_reactor() {
     assert_eq!(reactor.session_ids(), vec![observer]);
     assert!(bzfs.wait_for_log("scanwatch", WAIT));
 }
+
+#[test]
+fn an_unknown_protocol_is_a_usage_error_that_lists_what_is_known() {
+    let dir = plugin_dir_with("unknown-proto", &["query_quake3", "query_misbehave_wrong_abi"]);
+    let out = run_bzhead(["query", "nosuch", "127.0.0.1:1", "--plugin-dir", dir.path().to_str().unwrap()], WAIT);
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("unknown protocol \"nosuch\""), "{}", out.stderr);
+    assert!(out.stderr.contains("known: bzflag, quake3, warsow, dpmaster"), "{}", out.stderr);
+    assert!(out.stderr.contains("libquery_misbehave_wrong_abi.so: plugin ABI version 2"), "{}", out.stderr);
+    // `query bzflag` is still the built-in command with its own options.
+    let help = run_bzhead(["query", "bzflag", "--help"], WAIT);
+    assert!(help.success() && help.stdout.contains("--timeout-ms"), "{}", help.describe());
+}
