@@ -161,7 +161,9 @@ pub fn raw_get<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
 pub fn parse_infostring(b: &[u8]) -> Vec<Pair<'_>> {
     match std::str::from_utf8(b) {
         Ok(s) => {
-            let mut v = Vec::with_capacity(64);
+            // Exactly as many pairs as the separators allow: a fixed large reservation per reply made glibc
+            // consolidate its free lists on every query.
+            let mut v = Vec::with_capacity(s.bytes().filter(|&c| c == b'\\').count().div_ceil(2));
             v.extend(str_pairs(s).map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))));
             v
         }
