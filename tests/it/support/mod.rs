@@ -48,9 +48,9 @@ pub const WAIT: Duration = Duration::from_secs(10);
 pub fn require_program(path: &str) {
     if !Path::new(path).exists() {
         panic!(
-            "{path} is missing. The integration tests run the real BZFlag 2.4 programs: run `.ci/run` as root \
-             (it installs them), or `sudo apt-get install bzflag-server` (Debian/Ubuntu; provides bzfs, bzadmin \
-             and bzfquery)."
+            "{path} is missing. The integration tests run the real programs: run `scripts/install-peers` (as \
+             root or with sudo; `./test` runs it first), or `sudo apt-get install bzflag-server ddnet-server \
+             teeworlds-server openarena-server qstat` (Debian/Ubuntu)."
         );
     }
 }
