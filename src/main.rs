@@ -222,6 +222,28 @@ fn observe(a: ObserveArgs) -> u8 {
     let start = reactor.started(id).unwrap_or_else(Instant::now);
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
 
+    // Ctrl-C, SIGTERM and SIGHUP leave cleanly (MsgExit) instead of dropping the connection; a second one quits
+    // at once.
+    let (sig_tx, sig_rx) = mpsc::channel::<i32>();
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ]) {
+        let waker = reactor.waker();
+        std::thread::spawn(move || {
+            let mut seen = 0;
+            for sig in signals.forever() {
+                seen += 1;
+                if seen > 1 {
+                    std::process::exit(128 + sig);
+                }
+                let _ = sig_tx.send(sig);
+                let _ = waker.wake();
+            }
+        });
+    }
+
     // Standard input is read on a helper thread that wakes the reactor; a closed stdin is not a reason to leave.
     let (tx, rx) = mpsc::channel::<String>();
     let waker = reactor.waker();
@@ -266,7 +288,7 @@ fn observe(a: ObserveArgs) -> u8 {
                 reactor.send_chat(id, player::ALL_PLAYERS, &text);
             }
         }
-        if !left && deadline.is_some_and(|d| Instant::now() >= d) {
+        if !left && (deadline.is_some_and(|d| Instant::now() >= d) || sig_rx.try_recv().is_ok()) {
             reactor.leave(id);
             left = true;
         }

@@ -327,3 +327,19 @@ fn hostile_servers_end_with_a_clear_message_and_exit_code() {
     assert_eq!(out.code, Some(6), "{}", out.describe());
     assert!(out.stderr.contains("closed the connection during the world download"), "{}", out.describe());
 }
+
+#[test]
+fn ctrl_c_leaves_cleanly() {
+    let bzfs = Bzfs::builder().start();
+    let cache = TempDir::new("sigint-cache");
+    let mut obs = Observer::start(bzfs.addr(), &cache, &["--callsign", "interrupted"]);
+    assert!(obs.wait_event(|e| e["type"] == "accept"), "{}", obs.out.text());
+    let status = std::process::Command::new("kill").args(["-INT", &obs.child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    assert_eq!(obs.wait_exit(WAIT), Some(0), "{}", obs.out.text());
+    assert!(
+        bzfs.log_buf().wait_until(WAIT, |log| log.lines().any(|l| l.contains("interrupted") && l.contains(": left"))),
+        "bzfs should log a clean leave:\n{}",
+        bzfs.log()
+    );
+}
