@@ -38,6 +38,8 @@ pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFE
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most bytes queued for one TCP connection before the session is dropped (the server is not reading).
 pub const MAX_WRITE_QUEUE: usize = 1 << 20;
+/// Reads of one socket per turn before the others get their turn (a server that floods cannot starve the rest).
+pub const READ_BUDGET: usize = 64;
 /// How long a clean leave waits for the server to close after `MsgExit`.
 pub const LINGER: Duration = Duration::from_secs(1);
 /// Most datagrams queued for one UDP socket while the kernel buffer is full; older ones are dropped.
@@ -108,6 +110,9 @@ pub struct Reactor {
     buf: Vec<u8>,
     out: VecDeque<(SessionId, Instant, Event)>,
     waker: Arc<Waker>,
+    /// Sources that still had data when their read budget ran out; they are read again next turn without waiting
+    /// (mio is edge-triggered, so no new event would come for data already there).
+    backlog: Vec<Token>,
     scans: Slab<query::ScanConn>,
     scan_out: VecDeque<(ScanId, Instant, crate::query::ScanEvent)>,
 }
@@ -127,6 +132,7 @@ impl Reactor {
             buf: vec![0; 64 * 1024],
             out: VecDeque::new(),
             waker,
+            backlog: Vec::new(),
             scans: Slab::new(),
             scan_out: VecDeque::new(),
         })
@@ -286,6 +292,7 @@ impl Reactor {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let timeout = if self.backlog.is_empty() { timeout } else { Some(Duration::ZERO) };
         loop {
             match self.poll.poll(&mut self.events, timeout) {
                 Ok(()) => break,
@@ -294,8 +301,9 @@ impl Reactor {
             }
         }
         let now = Instant::now();
-        let ready: Vec<(Token, bool, bool)> =
+        let mut ready: Vec<(Token, bool, bool)> =
             self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
+        ready.extend(self.backlog.drain(..).map(|t| (t, true, false)));
         let mut touched = Vec::new();
         for (token, readable, writable) in ready {
             if token == WAKER_TOKEN {
@@ -423,7 +431,13 @@ impl Reactor {
             }
         }
         if readable {
+            let mut budget = READ_BUDGET;
             loop {
+                if budget == 0 {
+                    self.backlog.push(c.tcp_token);
+                    break;
+                }
+                budget -= 1;
                 match c.tcp.read(&mut self.buf) {
                     Ok(0) => {
                         if let Some(r) = &mut c.recorder {
@@ -465,9 +479,15 @@ impl Reactor {
         if c.done {
             return;
         }
-        let Some((sock, _)) = &c.udp else { return };
+        let Some((sock, token)) = &c.udp else { return };
         if readable {
+            let mut budget = READ_BUDGET;
             loop {
+                if budget == 0 {
+                    self.backlog.push(*token);
+                    break;
+                }
+                budget -= 1;
                 match sock.recv(&mut self.buf) {
                     Ok(n) => {
                         let data = &self.buf[..n];

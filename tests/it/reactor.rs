@@ -68,3 +68,77 @@ fn ten_observers_share_one_reactor_and_see_each_other() {
         bzfs.log()
     );
 }
+
+#[test]
+fn a_flooding_server_does_not_starve_the_other_sessions() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let bzfs = Bzfs::builder().start();
+    // A stand-in that accepts the join and then floods chat lines as fast as it can until told to stop.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let flood_addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let flooder = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut header = [0u8; 10];
+        s.read_exact(&mut header).unwrap();
+        s.write_all(b"BZFS0221\x00").unwrap();
+        let mut enter = [0u8; 4 + 247];
+        s.read_exact(&mut enter).unwrap();
+        s.write_all(&[0, 1, 0x61, 0x63, 0]).unwrap(); // MsgAccept(0)
+        let mut line = vec![0, 8, 0x6d, 0x67, 253, 0, 0];
+        line.extend_from_slice(b"flood");
+        let burst: Vec<u8> = line.iter().copied().cycle().take(line.len() * 4096).collect();
+        let mut sent = 0usize;
+        while !stop2.load(Ordering::Relaxed) {
+            match s.write_all(&burst) {
+                Ok(()) => sent += 4096,
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+
+    let mut r = Reactor::new().unwrap();
+    let flood_cfg =
+        SessionConfig { callsign: "flooded".into(), full_join: false, udp: false, ..SessionConfig::default() };
+    let flooded = r.add_session(flood_addr, flood_cfg, SessionOptions::default()).unwrap();
+    let mut flood_lines = 0usize;
+    // Let the flood get going, then start a real session next to it.
+    let start = Instant::now();
+    while flood_lines < 100_000 && start.elapsed() < WAIT {
+        r.turn(Some(Duration::from_millis(50))).unwrap();
+        while let Some((id, _, ev)) = r.poll_event() {
+            if id == flooded && matches!(ev, Event::Chat { .. }) {
+                flood_lines += 1;
+            }
+        }
+    }
+    assert!(flood_lines >= 100_000, "the flood did not get going: {flood_lines}");
+    let real = r
+        .add_session(
+            bzfs.addr(),
+            SessionConfig { callsign: "bystander".into(), ..SessionConfig::default() },
+            SessionOptions::default(),
+        )
+        .unwrap();
+    let mut accepted = false;
+    let deadline = Instant::now() + WAIT;
+    while !accepted && Instant::now() < deadline {
+        r.turn(Some(Duration::from_millis(50))).unwrap();
+        while let Some((id, _, ev)) = r.poll_event() {
+            if id == real && matches!(ev, Event::Accept { .. }) {
+                accepted = true;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(accepted, "the real session was starved by the flood");
+    r.leave(real);
+    r.leave(flooded);
+    r.run_until_done(Instant::now() + WAIT).unwrap();
+    let _ = flooder.join();
+}
