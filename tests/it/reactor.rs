@@ -109,7 +109,7 @@ fn a_flooding_server_does_not_starve_the_other_sessions() {
     let mut flood_lines = 0usize;
     // Let the flood get going, then start a real session next to it.
     let start = Instant::now();
-    while flood_lines < 100_000 && start.elapsed() < WAIT {
+    while flood_lines < 20_000 && start.elapsed() < WAIT {
         r.turn(Some(Duration::from_millis(50))).unwrap();
         while let Some((id, _, ev)) = r.poll_event() {
             if id == flooded && matches!(ev, Event::Chat { .. }) {
@@ -117,7 +117,7 @@ fn a_flooding_server_does_not_starve_the_other_sessions() {
             }
         }
     }
-    assert!(flood_lines >= 100_000, "the flood did not get going: {flood_lines}");
+    assert!(flood_lines >= 20_000, "the flood did not get going: {flood_lines}");
     let real = r
         .add_session(
             bzfs.addr(),
