@@ -265,6 +265,20 @@ fn hostile_servers_end_with_a_clear_message_and_exit_code() {
     assert_eq!(out.code, Some(6), "{}", out.describe());
     assert!(out.stderr.contains("timed out during the hello"), "{}", out.describe());
 
+    // A server that drips its hello one byte a second: the hello deadline is absolute.
+    let addr = stand_in(|mut s| {
+        read_header(&mut s);
+        for b in b"BZFS0221\x00" {
+            if s.write_all(&[*b]).is_err() {
+                return;
+            }
+            thread::sleep(Duration::from_secs(1));
+        }
+    });
+    let out = observe_stand_in(addr, &[]);
+    assert_eq!(out.code, Some(6), "{}", out.describe());
+    assert!(out.stderr.contains("timed out during the hello"), "{}", out.describe());
+
     // An oversized length right after the hello.
     let addr = stand_in(|mut s| {
         read_header(&mut s);
