@@ -4,7 +4,7 @@
 //! [`ClientMsg`] (what a client sends). Both keep unknown codes as a typed `Unknown { code, body }` value.
 //!
 //! Framing: every message is `u16 len` + `u16 code` + `len` bytes; header plus payload never exceed
-//! [`MAX_PACKET_LEN`](super::consts::MAX_PACKET_LEN). [`FrameBuffer`] reassembles the TCP stream and checks the
+//! [`MAX_PACKET_LEN`]. [`FrameBuffer`] reassembles the TCP stream and checks the
 //! length before buffering anything; [`datagram_frames`] splits a server datagram (the server batches several
 //! messages into one datagram).
 
