@@ -1,4 +1,4 @@
-//! The world model against a real bzfs: our own worlds (`tests/data/worlds/*.bzw`, every obstacle kind and
+//! The world model against a real bzfs: our own worlds (`testdata/worlds/*.bzw`, every obstacle kind and
 //! option) are served by `/usr/games/bzfs -world FILE -cacheout FILE`, downloaded with bzhead's world-only
 //! session, and checked three ways: the download is the `-cacheout` blob byte for byte; the teleporter order
 //! and link table equal the ones bzfs prints at `-d -d -d -d`; the geometry matches what the world files say
@@ -22,7 +22,7 @@ use std::process::Command;
 use crate::support::{free_port, require_program, run_bzhead, run_with_deadline, Bzfs, TempDir, BZFS, WAIT};
 
 fn world_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/worlds").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/worlds").join(name)
 }
 
 /// A bzfs serving a world file, with the blob `bzfs -cacheout` wrote for it and that run's log.
