@@ -113,27 +113,41 @@ pub fn check_hits<'a>(
     best
 }
 
-/// Whether (and when in the tick, where) one shot hits `v`, after the filters of `LocalPlayer::checkHit`.
-pub fn shot_hits(v: &Victim, c: &HitCandidate<'_>, dt: f32, phys: &Physics) -> Option<(f32, Vec3)> {
-    let s = c.shot;
-    let dt = if dt.is_finite() { dt.clamp(0.0, 10.0) } else { 0.0 };
-    if c.shooter_paused || s.ended {
-        return None;
+/// Whether a shot can hit a tank at all, before any geometry: the filters of `LocalPlayer::checkHit` (§9.6).
+/// A tank with id `id`, on `team`, carrying `carried`, `zoned` or not; `shooter_paused` when the shot's shooter
+/// is paused.
+pub fn can_hit(
+    id: u8,
+    team: Team,
+    carried: Abbv,
+    zoned: bool,
+    s: &LiveShot,
+    shooter_paused: bool,
+    phys: &Physics,
+) -> bool {
+    if shooter_paused || s.ended {
+        return false;
     }
-    let own = s.shooter == v.id;
+    let own = s.shooter == id;
     if own && matches!(s.kind, ShotKind::ShockWave | ShotKind::Thief) {
-        return None;
+        return false;
     }
-    if v.team != Team::Rogue && !phys.team_kills() && s.kind != ShotKind::Thief && s.team == v.team && !own {
-        return None;
+    if team != Team::Rogue && !phys.team_kills() && s.kind != ShotKind::Thief && s.team == team && !own {
+        return false;
     }
-    if v.zoned && !matches!(s.kind, ShotKind::ShockWave | ShotKind::SuperBullet | ShotKind::PhantomZone) {
-        return None;
+    if zoned && !matches!(s.kind, ShotKind::ShockWave | ShotKind::SuperBullet | ShotKind::PhantomZone) {
+        return false;
     }
-    if v.flag == flag::CLOAKING && s.kind == ShotKind::Laser {
-        return None;
+    if carried == flag::CLOAKING && s.kind == ShotKind::Laser {
+        return false;
     }
-    if s.kind == ShotKind::PhantomZone && !v.zoned {
+    s.kind != ShotKind::PhantomZone || zoned
+}
+
+/// Whether (and when in the tick, where) one shot hits `v`, after the filters of [`can_hit`].
+pub fn shot_hits(v: &Victim, c: &HitCandidate<'_>, dt: f32, phys: &Physics) -> Option<(f32, Vec3)> {
+    let dt = if dt.is_finite() { dt.clamp(0.0, 10.0) } else { 0.0 };
+    if !can_hit(v.id, v.team, v.flag, v.zoned, c.shot, c.shooter_paused, phys) {
         return None;
     }
     let hit = raw_hit(v, c, dt, phys)?;

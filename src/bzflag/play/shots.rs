@@ -628,7 +628,7 @@ impl Gun {
         best.max(0.0)
     }
 
-    /// Fires at time `now` (our clock, s; also sent as `time_sent`): picks the first free slot and builds the
+    /// Fires at time `now` (our clock, s): picks the first free slot and builds the
     /// `FiringInfo` the server accepts (muzzle position, velocity, flag, lifetime = `_reloadTime`). The caller
     /// must send a player update right before it (`UpdateSender::before_shot`), then `MsgShotBegin` over UDP.
     pub fn fire(&mut self, now: f32, shooter: u8, m: &Muzzle, phys: &Physics) -> Result<FiringInfo, FireError> {
@@ -646,7 +646,7 @@ impl Gun {
         }) else {
             return Err(FireError::Reloading(self.reload_left(now, phys.max_shots).max(1.0e-3)));
         };
-        let info = firing_info(now, shooter, slot, self.next_salt(), m, phys);
+        let info = firing_info(shooter, slot, self.next_salt(), m, phys);
         let kind = ShotKind::of(info.flag);
         let reload = kind.reload_time(phys).max(kind.server_lifetime(phys) + self.safety_margin);
         if let Some(s) = self.slots.get_mut(slot) {
@@ -663,14 +663,42 @@ impl Gun {
         self.salt
     }
 
+    /// The id (slot + salt << 8) the next shot fired at `now` would carry, if a slot is free then. The id seeds
+    /// the choice among several teleporter destinations, so a firing solution through teleporters needs it.
+    pub fn next_shot_id(&self, now: f32, max_shots: u16) -> Option<u16> {
+        if max_shots == 0 || self.reload_left(now, max_shots) > 0.0 {
+            return None;
+        }
+        let slot = (0..usize::from(max_shots)).find(|&i| match self.slots.get(i).copied().flatten() {
+            None => true,
+            Some(s) => now - s.fired >= s.reload,
+        })?;
+        let salt = if self.salt >= 127 { 1 } else { self.salt + 1 };
+        Some((slot as u16 & 0xff) | (u16::from(salt) << 8))
+    }
+
     /// The salt of the shot last fired from `slot`, if any.
     pub fn salt_of(&self, slot: usize) -> Option<u8> {
         self.slots.get(slot).copied().flatten().map(|s| s.salt)
     }
 }
 
+/// The `timeSent` we put in every `MsgShotBegin`: a float whose first byte (big-endian) is our player id.
+///
+/// No client reads `timeSent` (2.4's only use is commented out), but `bzfs` reads the first byte of a
+/// `MsgShotBegin` body that arrives over TCP as the shooter's id (to let robots share their owner's connection;
+/// `handleTcp` in bzfs.cxx), although the body starts with the float `timeSent`. When that byte is the id of
+/// another robot, the server hands the shot to that robot and drops it ("shot playerid mismatch"): with a
+/// clock in seconds, every robot's shot between 8 and 32 s is taken for player 65's, between 32 and 128 s for
+/// player 66's. Robots shoot over TCP, so with more than 64 players most of their shots vanished. With our own
+/// id in that byte the server keeps the shot as ours. (The float is finite for every id: the low exponent bit
+/// is 0.)
+pub fn time_sent_tag(shooter: u8) -> f32 {
+    f32::from_bits((u32::from(shooter) << 24) | 0x0040_0000)
+}
+
 /// The `FiringInfo` of a shot from `m` in `slot` with `salt` (`FiringInfo(tank, id)` + `fireShot`).
-pub fn firing_info(now: f32, shooter: u8, slot: usize, salt: u8, m: &Muzzle, phys: &Physics) -> FiringInfo {
+pub fn firing_info(shooter: u8, slot: usize, salt: u8, m: &Muzzle, phys: &Physics) -> FiringInfo {
     let shot_flag = if m.flag == flag::PHANTOM_ZONE && !m.flag_active { flag::NONE } else { m.flag };
     let pos = sane3(m.pos.to_array());
     let (s, c) = sane(m.azimuth).sin_cos();
@@ -694,7 +722,7 @@ pub fn firing_info(now: f32, shooter: u8, slot: usize, salt: u8, m: &Muzzle, phy
         (muzzle, v)
     };
     FiringInfo {
-        time_sent: sane(now),
+        time_sent: time_sent_tag(shooter),
         shooter,
         shot_id: (slot as u16 & 0xff) | (u16::from(salt & 0x7f) << 8),
         pos: fpos.to_array(),

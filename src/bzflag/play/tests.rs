@@ -433,13 +433,36 @@ fn firing_info_passes_the_server_checks() {
 }
 
 #[test]
+fn the_time_sent_carries_our_id_in_its_first_byte() {
+    // bzfs takes the first byte of a MsgShotBegin body received over TCP for the shooter id (see time_sent_tag).
+    let p = phys();
+    let m = muzzle(Vec3::ZERO, Vec3::ZERO, 0.0, flag::NONE);
+    for id in [0u8, 1, 64, 65, 66, 127, 128, 199, 255] {
+        let info = Gun::new().fire(40.0, id, &m, &p).expect("fires");
+        assert!(info.time_sent.is_finite(), "{id}");
+        let body = crate::bzflag::msg::Message::encode(&ClientMsg::ShotBegin(info));
+        assert_eq!(body[4], id, "the first byte of the body is the shooter id {id}");
+        assert_eq!(body[8], id, "and so is the shot's own player byte");
+    }
+}
+
+#[test]
 fn slots_salt_and_reload() {
     let p = phys(); // 3 shots, reload 3.5
     let mut gun = Gun::new();
     gun.safety_margin = 0.0;
     let m = muzzle(Vec3::ZERO, Vec3::ZERO, 0.0, flag::NONE);
-    let ids: Vec<u16> = (0..3).map(|i| gun.fire(i as f32 * 0.1, 1, &m, &p).expect("free slot").shot_id).collect();
+    let ids: Vec<u16> = (0..3)
+        .map(|i| {
+            let t = i as f32 * 0.1;
+            let next = gun.next_shot_id(t, 3);
+            let id = gun.fire(t, 1, &m, &p).expect("free slot").shot_id;
+            assert_eq!(next, Some(id), "next_shot_id says what fire then uses");
+            id
+        })
+        .collect();
     assert_eq!(ids, vec![0x0100, 0x0201, 0x0302]);
+    assert_eq!(gun.next_shot_id(1.0, 3), None, "every slot reloading");
     match gun.fire(1.0, 1, &m, &p) {
         Err(FireError::Reloading(left)) => assert!(close(left, 2.5, 1e-5), "{left}"),
         other => panic!("{other:?}"),
