@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::consts::{FlagStatus, PlayerStatus, PlayerType, Team};
-use super::msg::{Abbv, FiringInfo, FlagInfo, GameSettings, PlayerUpdate, ShotUpdate, TeamInfo};
+use super::msg::{Abbv, FiringInfo, FlagInfo, GameSettings, PlayerUpdate, QueryGameInfo, ShotUpdate, TeamInfo};
 use super::vars::VarStore;
 
 /// The most flag indices a session keeps (the protocol allows u16; real servers use tens).
@@ -182,6 +182,8 @@ pub struct Game {
     pub custom_flags: Vec<(Abbv, String)>,
     /// True once `MsgScoreOver` was received.
     pub game_over: bool,
+    /// The last `MsgQueryGame` answer received while joined (team sizes and limits) and when it came.
+    pub limits: Option<(QueryGameInfo, Instant)>,
 }
 
 impl Game {

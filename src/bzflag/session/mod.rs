@@ -1025,7 +1025,9 @@ impl Session {
                     self.send_tcp(&ClientMsg::LagPing { seq });
                 }
             }
-            M::QueryGame(_) | M::QueryPlayers { .. } => {}
+            // Asked for while joined (`Session::send(&ClientMsg::QueryGame)`): team sizes and limits.
+            M::QueryGame(info) => self.game.limits = Some((info, now)),
+            M::QueryPlayers { .. } => {}
             M::FetchResources { items } => self.events.push_back(Event::Resources { count: items.len() }),
             M::CustomSound { .. } => {}
             M::ReplayReset { last_player } => {
