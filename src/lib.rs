@@ -20,6 +20,7 @@
 //! README.
 #![warn(missing_docs)]
 
+pub mod bot;
 pub mod bzflag;
 pub mod cache;
 pub mod observer;
