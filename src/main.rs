@@ -31,7 +31,7 @@ const EXIT_CODES: &str = "Exit codes: 0 clean leave, 2 usage, 3 cannot connect, 
 5 kicked or superkilled, 6 protocol error (including a server that closes or stops answering).";
 
 #[derive(Parser)]
-#[command(name = "bzhead", version, about = "A headless BZFlag 2.4 client: observer, query and replay", after_help = EXIT_CODES)]
+#[command(name = "bzhead", version, about = "A headless BZFlag 2.4 client: observer, bots, query and replay", after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -61,6 +61,10 @@ enum Cmd {
     /// Download a server's world (or read a blob) and print its model: summary, JSON, SVG map.
     #[command(after_help = EXIT_CODES)]
     World(bzhead::world_cmd::WorldArgs),
+    /// Play: bots (hunter, capper, defender, sitter) join a server and play, with the observer's events and a line for
+    /// everything that happens to a bot.
+    #[command(after_help = EXIT_CODES, args_override_self = true)]
+    Bot(cli::bot::BotArgs),
 }
 
 #[derive(clap::Args)]
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         Cmd::Plugins(a) => cli::query::plugins(a),
         Cmd::Scan(a) => cli::query::scan(a),
         Cmd::World(a) => bzhead::world_cmd::run(a),
+        Cmd::Bot(a) => cli::bot::run(a),
     };
     ExitCode::from(code)
 }

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod bots;
 mod captures;
 mod engine_captures;
 mod harness;

@@ -1,0 +1,284 @@
+//! What every brain is made of: a [`Driver`] that follows planned paths (replanning as the goal moves, backing
+//! out when stuck), a [`Gunner`] that picks targets, leads them and pulls the trigger only when the real shot at
+//! our heading meets the target's predicted track, and [`evade`], which steers out of the way of shots.
+
+use glam::{Vec2, Vec3};
+
+use crate::bot::aim::{self, FiringSolution};
+use crate::bot::nav::PathFollower;
+use crate::bot::{Control, TankView, View};
+use crate::bzflag::msg::wrap_angle;
+
+/// A small deterministic random source (xorshift64*), so that a bot's choices are repeatable for a seed.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded (0 is replaced by a constant).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let x = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (x >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * self.unit()
+    }
+}
+
+/// The turn fraction that closes a heading error of `err` radians in about one tick without overshooting.
+pub fn turn_towards(view: &View<'_>, err: f32) -> f32 {
+    let per_tick = view.phys.tank_ang_vel.max(1.0e-3) * view.dt.clamp(1.0 / 120.0, 0.1);
+    (err / per_tick).clamp(-1.0, 1.0)
+}
+
+/// Follows planned paths to a goal. See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct Driver {
+    follower: Option<PathFollower>,
+    goal: Option<Vec2>,
+    planned_at: f32,
+    slow_since: Option<f32>,
+    unstick_until: f32,
+    unstick_turn: f32,
+    failed_at: Option<f32>,
+}
+
+/// Seconds a planned path is trusted before it is planned again.
+const REPLAN: f32 = 3.0;
+/// How far the goal may move before the path is planned again.
+const GOAL_MOVE: f32 = 10.0;
+
+impl Driver {
+    /// Forgets the path (after a death or a teleport).
+    pub fn reset(&mut self) {
+        *self = Driver::default();
+    }
+
+    /// The goal being driven to.
+    pub fn goal(&self) -> Option<Vec2> {
+        self.goal
+    }
+
+    /// Sets `control` to drive towards `goal` along a planned path (straight at it when no path is found).
+    /// Returns true once there (within a few units).
+    pub fn drive_to(&mut self, view: &View<'_>, goal: Vec2, control: &mut Control) -> bool {
+        let now = view.time;
+        let tank = view.me.tank;
+        let pos = tank.pos.truncate();
+        if self.unstick(view, control) {
+            return false;
+        }
+        let moved = self.goal.is_none_or(|g| g.distance(goal) > GOAL_MOVE);
+        let stale = now - self.planned_at > REPLAN;
+        let may_retry = self.failed_at.is_none_or(|t| now - t > 1.0);
+        if (self.follower.is_none() || moved || stale) && may_retry {
+            self.goal = Some(goal);
+            self.planned_at = now;
+            match view.path_to(goal) {
+                Some(p) => {
+                    self.follower = Some(PathFollower::new(p));
+                    self.failed_at = None;
+                }
+                None => {
+                    self.follower = None;
+                    self.failed_at = Some(now);
+                }
+            }
+        }
+        let arrived = match self.follower.as_mut() {
+            Some(f) => {
+                let s = f.steer(tank.pos, tank.azimuth, view.phys);
+                control.drive(s.speed, s.turn);
+                s.arrived
+            }
+            None => {
+                // No path (an unreachable goal, or on a roof): head straight for it.
+                let d = goal - pos;
+                let err = wrap_angle(d.y.atan2(d.x) - tank.azimuth);
+                let speed = if err.abs() > 1.0 { 0.0 } else { 1.0 };
+                control.drive(speed, turn_towards(view, err));
+                d.length() < 3.0
+            }
+        };
+        self.watch_progress(view, control);
+        arrived
+    }
+
+    /// Notes when the tank is told to drive but does not move; after a second of that, backs out and turns.
+    pub fn watch_progress(&mut self, view: &View<'_>, control: &Control) {
+        let speed = view.me.tank.vel.truncate().length();
+        let asked = control.speed.abs() * view.phys.tank_speed;
+        if asked > 5.0
+            && speed < 0.15 * asked
+            && !view.me.tank.status.contains(crate::bzflag::consts::PlayerStatus::FALLING)
+        {
+            let since = *self.slow_since.get_or_insert(view.time);
+            if view.time - since > 1.0 {
+                self.slow_since = None;
+                self.unstick_until = view.time + 0.8;
+                self.unstick_turn = if (view.time * 10.0) as i64 % 2 == 0 { 1.0 } else { -1.0 };
+                self.follower = None;
+            }
+        } else {
+            self.slow_since = None;
+        }
+    }
+
+    /// While backing out of a jam: reverse and turn. Returns true while doing so.
+    pub fn unstick(&mut self, view: &View<'_>, control: &mut Control) -> bool {
+        if view.time < self.unstick_until {
+            control.drive(-0.5, self.unstick_turn);
+            return true;
+        }
+        false
+    }
+}
+
+/// Target choice, leading and the trigger. See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct Gunner {
+    target: Option<u8>,
+    bank: Option<(u8, FiringSolution, f32)>,
+    bank_tried: f32,
+}
+
+/// The farthest a target is considered (units; shots fly `_shotSpeed × _reloadTime`, 350 by default).
+fn range(view: &View<'_>) -> f32 {
+    (view.phys.shot_speed * view.phys.reload_time).clamp(1.0, 2000.0)
+}
+
+impl Gunner {
+    /// The current target.
+    pub fn target(&self) -> Option<u8> {
+        self.target
+    }
+
+    /// Forgets the target (after a death).
+    pub fn reset(&mut self) {
+        *self = Gunner::default();
+    }
+
+    /// The best target and how to hit it: among the nearest few enemies in range, the one whose clear solution
+    /// takes the least time to turn to and fly; `prefer` (a flag carrier, say) counts double. Keeps the last
+    /// target unless another is clearly better.
+    pub fn choose<'v>(&mut self, view: &View<'v>, prefer: Option<u8>) -> Option<(&'v TankView, FiringSolution)> {
+        let me = view.me.tank;
+        let reach = range(view);
+        let mut best: Option<(&TankView, FiringSolution, f32)> = None;
+        let enemies = view.enemies();
+        for t in enemies.iter().filter(|t| t.pose.pos.distance(me.pos) < reach * 1.2).take(4) {
+            let Some(sol) = view.lead(t) else { continue };
+            if !(sol.clear && sol.reachable && sol.hits()) {
+                continue;
+            }
+            let turn = wrap_angle(sol.azimuth - me.azimuth).abs() / view.phys.tank_ang_vel.max(1.0e-3);
+            let mut score = turn + sol.flight_time;
+            if Some(t.id) == prefer {
+                score *= 0.5;
+            }
+            if Some(t.id) == self.target {
+                score *= 0.8;
+            }
+            if best.as_ref().is_none_or(|(_, _, s)| score < *s) {
+                best = Some((*t, sol, score));
+            }
+        }
+        self.target = best.as_ref().map(|(t, _, _)| t.id);
+        best.map(|(t, s, _)| (t, s))
+    }
+
+    /// A shot off a ricochet surface or through a teleporter at the nearest enemy that has no clear direct shot
+    /// (asked at most every 0.7 s; a found solution is kept 0.5 s and re-checked before firing).
+    pub fn bank<'v>(&mut self, view: &View<'v>) -> Option<(&'v TankView, FiringSolution)> {
+        let now = view.time;
+        if let Some((id, sol, at)) = self.bank {
+            if now - at < 0.5 {
+                if let Some(t) = view.tank(id).filter(|t| t.alive) {
+                    return Some((t, sol));
+                }
+            }
+            self.bank = None;
+        }
+        if now - self.bank_tried < 0.7 {
+            return None;
+        }
+        self.bank_tried = now;
+        let t = view.enemies().into_iter().find(|t| t.pose.pos.distance(view.me.pos()) < range(view))?;
+        let sol = view.bank_shot(t)?;
+        self.bank = Some((t.id, sol, now));
+        Some((t, sol))
+    }
+
+    /// Turns towards `sol` and fires when the real shot at our present heading meets the target.
+    pub fn lay(&self, view: &View<'_>, target: &TankView, sol: &FiringSolution, control: &mut Control) {
+        let err = wrap_angle(sol.azimuth - view.me.azimuth());
+        control.turn = turn_towards(view, err);
+        if view.me.reload > 0.0 {
+            return;
+        }
+        control.fire = if sol.bounces + sol.teleports == 0 {
+            sol.on_target(view.me.azimuth())
+        } else {
+            // A bank shot: check the real path at the heading we have.
+            err.abs() < 0.1 && {
+                let track = view.track(target).sample(3.0, aim::SAMPLE_STEP);
+                aim::would_hit(&view.shooter(), view.me.azimuth(), &track, view.phys, view.world).is_some()
+            }
+        };
+    }
+
+    /// Fires, without turning, when a shot at our present heading would hit one of the nearest enemies.
+    pub fn snap_shot(&self, view: &View<'_>, control: &mut Control) {
+        if view.me.reload > 0.0 {
+            return;
+        }
+        let az = view.me.azimuth();
+        for t in view.enemies().into_iter().take(3) {
+            if let Some(sol) = view.lead(t) {
+                if sol.clear && sol.on_target(az) {
+                    control.fire = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Steers out of the way of shots that would hit us within the next second: sets `control` to the best
+/// escape and returns true, or returns false when nothing threatens.
+pub fn evade(view: &View<'_>, control: &mut Control) -> bool {
+    let threats: Vec<_> =
+        view.threats(1.2).into_iter().filter(|t| t.miss < t.hit_radius + 1.0 && t.time < 1.0).collect();
+    if threats.is_empty() {
+        return false;
+    }
+    match view.dodge(&threats) {
+        Some(c) => {
+            control.drive(c.speed, c.turn);
+            control.jump |= c.jump;
+            true
+        }
+        None => false,
+    }
+}
+
+/// The point `d` units ahead of our tank.
+pub fn ahead(view: &View<'_>, d: f32) -> Vec3 {
+    let az = view.me.azimuth();
+    view.me.pos() + Vec3::new(az.cos(), az.sin(), 0.0) * d
+}
+
+/// Whether the way `d` units ahead is clear for the tank at ground level.
+pub fn road_clear(view: &View<'_>, d: f32) -> bool {
+    let p = view.me.pos().truncate();
+    view.nav().clear_line(p, ahead(view, d).truncate())
+}

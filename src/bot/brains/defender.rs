@@ -1,0 +1,111 @@
+//! The defender (capture the flag): stays near its team's flag, fights enemies that come close to it, and hunts
+//! whoever takes it.
+//!
+//! Each tick: our flag carried by an enemy, hunt the carrier; an enemy within [`GUARD_RADIUS`] of our flag (or
+//! of our base when the flag is away), fight it; otherwise patrol a circle around the flag, firing snap shots at
+//! anything that crosses our sights. In a game without team flags it plays as a [`Hunter`].
+
+use glam::Vec2;
+
+use super::common::{Driver, Rng};
+use super::hunter::Hunter;
+use crate::bot::{Bot, Control, GameType, View};
+
+/// Enemies this close to what we guard are fought.
+pub const GUARD_RADIUS: f32 = 120.0;
+
+/// See the module documentation.
+#[derive(Debug, Clone)]
+pub struct Defender {
+    hunter: Hunter,
+    driver: Driver,
+    rng: Rng,
+    patrol: Option<Vec2>,
+    was_alive: bool,
+}
+
+impl Defender {
+    /// A defender whose random choices follow `seed`.
+    pub fn new(seed: u64) -> Defender {
+        Defender {
+            hunter: Hunter::new(seed),
+            driver: Driver::default(),
+            rng: Rng::new(seed ^ 0xdef),
+            patrol: None,
+            was_alive: false,
+        }
+    }
+}
+
+impl Bot for Defender {
+    fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        if !view.me.alive() {
+            if self.was_alive {
+                self.driver.reset();
+                self.patrol = None;
+                self.was_alive = false;
+            }
+            control.stop();
+            return;
+        }
+        self.was_alive = true;
+        let my_team = view.me.team;
+        if view.game_type() != GameType::Ctf {
+            self.hunter.tick(view, control);
+            return;
+        }
+        if self.driver.unstick(view, control) {
+            return;
+        }
+        // We never carry flags around: a flag in hand is dropped (ours stays where it is by not grabbing it).
+        if !view.me.tank.flag.is_none() {
+            control.drop_flag = true;
+        }
+        let own = view.team_flag(my_team);
+        if let Some(carrier) = own.and_then(|f| f.owner).and_then(|o| view.tank(o)).filter(|t| view.is_hostile(t.team))
+        {
+            let (id, goal) = (carrier.id, carrier.pose.pos.truncate());
+            if !self.hunter.fight(view, control, Some(id)) {
+                self.driver.drive_to(view, goal, control);
+            }
+            return;
+        }
+        let home = match own {
+            Some(f) => f.pos.truncate(),
+            None => match view.bases(my_team).next() {
+                Some(b) => b.pos.truncate(),
+                None => {
+                    self.hunter.tick(view, control);
+                    return;
+                }
+            },
+        };
+        let intruder = view.enemies().into_iter().find(|t| t.pose.pos.truncate().distance(home) < GUARD_RADIUS);
+        if let Some(t) = intruder {
+            let id = t.id;
+            if self.hunter.fight(view, control, Some(id)) {
+                return;
+            }
+        }
+        // Patrol: points on a circle of 25–45 units around what we guard.
+        let here = view.me.pos().truncate();
+        if self.patrol.is_none_or(|p| p.distance(here) < 8.0 || p.distance(home) > 60.0) {
+            let a = self.rng.range(-std::f32::consts::PI, std::f32::consts::PI);
+            let r = self.rng.range(25.0, 45.0);
+            self.patrol = view.nav().nearest_free(home + Vec2::new(a.cos(), a.sin()) * r);
+        }
+        match self.patrol {
+            Some(p) => {
+                self.driver.drive_to(view, p, control);
+            }
+            None => control.stop(),
+        }
+        self.hunter_snap(view, control);
+    }
+}
+
+impl Defender {
+    fn hunter_snap(&mut self, view: &View<'_>, control: &mut Control) {
+        super::common::Gunner::default().snap_shot(view, control);
+    }
+}

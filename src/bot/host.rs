@@ -1,0 +1,1124 @@
+//! [`BotHost`]: any number of bots, on any number of servers, on one [`Reactor`] and one thread.
+//!
+//! # What it does
+//!
+//! * **One observer link per server** (the "eye", on by default). `bzfs` sends robot players no teams, flags or
+//!   roster when they join (`AddPlayer` skips them; they see only what changes later), so each server gets one
+//!   observer session whose full picture of the game every bot of that server reads. The eye also downloads the
+//!   world (or takes it from the cache) once; bots then join like `bzadmin`, without negotiation, settings or a
+//!   world download of their own. If the server has no observer slot, the bots join with the full handshake and
+//!   read the state of the first bot that got in (robot players then only know what changed since they joined).
+//! * **Staggered joins**: bots connect one after another ([`HostConfig::join_stagger`]) once their server's world
+//!   is known. They join as robot players (`PlayerType::Computer`) and over TCP only, like the official client's
+//!   robots, and do not join at all while the server sets `_disableBots`.
+//! * **A fixed tick** ([`HostConfig::tick`], 30 Hz by default): each tick, per server, the shared picture is
+//!   computed once (the physics numbers from the variables, every live shot's path, every tank dead-reckoned to
+//!   the tick's time), then every bot gets its [`View`], decides ([`Bot::tick`]), and its pilot steps the tank,
+//!   detects hits, grabs and captures flags, fires and sends updates exactly as the official client would.
+//! * **Reconnects** with back-off (1 s doubling to [`HostConfig::max_backoff`]) when a server closes or cannot be
+//!   reached, a new callsign when the old one is taken, and no retry after a kick or a ban.
+//! * **Yielding to humans** ([`HostConfig::yield_slots`]): the eye asks the server for its team sizes and limits
+//!   (`MsgQueryGame`) whenever someone joins or leaves; while fewer than that many slots are free (in total, or
+//!   in the team of one of our bots), our most recently joined bot leaves; it comes back when the slots are free
+//!   again.
+//!
+//! Events of other sessions on the same reactor (observers, queries) and of the scans on it are left for their
+//! owners: see [`HostEvent::Session`] and [`Reactor::poll_scan_event`].
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use slab::Slab;
+use tracing::{debug, warn};
+
+use super::pilot::{BotStats, Pilot, Shared};
+use super::view::{Me, NavSlot, TankView, View};
+use super::{Bot, BotEvent, Control};
+use crate::bzflag::consts::{PlayerStatus, PlayerType, Team};
+use crate::bzflag::event::Event;
+use crate::bzflag::msg::ClientMsg;
+use crate::bzflag::play::physics::flag;
+use crate::bzflag::play::{Physics, Pose, RemoteTank, ShotKind, ShotTracker};
+use crate::bzflag::session::{SessionConfig, SessionEnd};
+use crate::bzflag::world::{parse_blob, WorldModel};
+use crate::cache::WorldCache;
+use crate::reactor::{Reactor, SessionId, SessionOptions};
+
+/// How a [`BotHost`] runs its bots.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Time between two ticks (default 1/30 s).
+    pub tick: Duration,
+    /// Time between two bots' connects (default 200 ms).
+    pub join_stagger: Duration,
+    /// Share one observer link per server (default on; see the module documentation).
+    pub shared_eye: bool,
+    /// Callsign of the observer link (a number is added when it is taken).
+    pub eye_callsign: String,
+    /// Keep this many player slots free for humans (`None`: never yield).
+    pub yield_slots: Option<u16>,
+    /// Reconnect when a server closes or cannot be reached (default on).
+    pub reconnect: bool,
+    /// Longest wait between two reconnects (default 30 s).
+    pub max_backoff: Duration,
+    /// World cache for the observer links (default none).
+    pub cache: Option<WorldCache>,
+    /// Record each server's observer link to this file (`bzhead replay` plays it back; with several servers the
+    /// server number is added to the name).
+    pub record: Option<std::path::PathBuf>,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            tick: Duration::from_micros(33_333),
+            join_stagger: Duration::from_millis(200),
+            shared_eye: true,
+            eye_callsign: "bzhead-eye".into(),
+            yield_slots: None,
+            reconnect: true,
+            max_backoff: Duration::from_secs(30),
+            cache: None,
+            record: None,
+        }
+    }
+}
+
+/// How one bot joins.
+#[derive(Debug, Clone)]
+pub struct BotConfig {
+    /// Callsign (a number is added when it is taken).
+    pub callsign: String,
+    /// Motto.
+    pub motto: String,
+    /// Team wanted ([`Team::Automatic`]: the server chooses).
+    pub team: Team,
+    /// Player type: a robot (default, and what the rules ask of a program) or a tank.
+    pub player_type: PlayerType,
+    /// Bring up a UDP link (default off: robots use TCP, like the official client's robots; tanks always do, as
+    /// the server kicks a human player whose shots come over TCP).
+    pub udp: bool,
+    /// Seed for the bot's random choices (teleporter destinations).
+    pub seed: u64,
+}
+
+impl Default for BotConfig {
+    fn default() -> Self {
+        BotConfig {
+            callsign: "bzhead-bot".into(),
+            motto: "bzhead bot".into(),
+            team: Team::Automatic,
+            player_type: PlayerType::Computer,
+            udp: false,
+            seed: 1,
+        }
+    }
+}
+
+/// Identifies a bot of a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BotId(pub usize);
+
+/// Identifies a server of a host (every bot of one address shares it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerId(pub usize);
+
+/// What a host reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostEvent {
+    /// An event of a server's observer link: the game as an observer sees it (joins, kills, captures, chat ...).
+    Game {
+        /// The server.
+        server: ServerId,
+        /// When.
+        at: Instant,
+        /// The event.
+        event: Event,
+    },
+    /// Something that happened to one of our bots.
+    Bot {
+        /// The bot.
+        bot: BotId,
+        /// When.
+        at: Instant,
+        /// What.
+        event: BotEvent,
+    },
+    /// An event of a session the host does not own (added to [`BotHost::reactor`] by its user).
+    Session {
+        /// The session.
+        session: SessionId,
+        /// When.
+        at: Instant,
+        /// The event.
+        event: Event,
+    },
+}
+
+/// Where a bot is in its life.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BotState {
+    /// Waiting to connect (its turn in the stagger, a back-off, or its server's world).
+    Waiting,
+    /// Connecting and joining.
+    Joining,
+    /// In the game.
+    Joined,
+    /// Left to free a slot for a human; comes back when slots are free.
+    Yielded,
+    /// Leaving (`MsgExit` sent).
+    Leaving,
+    /// Left for good.
+    Left,
+    /// Gave up (kicked, banned, bots disabled, rejected): the reason.
+    Stopped(String),
+}
+
+/// A bot's state and counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BotStatus {
+    /// Callsign (as joined, after any renaming).
+    pub callsign: String,
+    /// Server.
+    pub server: SocketAddr,
+    /// Player id while joined.
+    pub id: Option<u8>,
+    /// Team while joined.
+    pub team: Team,
+    /// State.
+    pub state: BotState,
+    /// Counts.
+    pub stats: BotStats,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Eye(usize),
+    Bot(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Eye {
+    Off,
+    Waiting {
+        at: Instant,
+    },
+    Joining(SessionId),
+    Joined(SessionId),
+    /// The server has no room for an observer: the bots read their own state.
+    Unavailable,
+}
+
+struct ServerSlot {
+    addr: SocketAddr,
+    eye: Eye,
+    eye_callsign: String,
+    eye_attempts: u32,
+    world: Option<WorldModel>,
+    world_hash: Option<String>,
+    nav: NavSlot,
+    phys: Physics,
+    tracker: ShotTracker,
+    tanks: Vec<TankView>,
+    remotes: HashMap<u8, RemoteTank>,
+    bots_disabled: bool,
+    last_limits_ask: Option<Instant>,
+    limits_seen: Option<Instant>,
+    want_limits: bool,
+}
+
+struct BotSlot {
+    server: usize,
+    config: BotConfig,
+    callsign: String,
+    renames: u32,
+    bot: Box<dyn Bot>,
+    control: Control,
+    pilot: Pilot,
+    session: Option<SessionId>,
+    state: BotState,
+    wait_until: Instant,
+    attempts: u32,
+    joined_at: Option<Instant>,
+    join_order: u64,
+    pending: VecDeque<Event>,
+    chat: Vec<(u8, String)>,
+}
+
+/// Events kept for a bot's [`Bot::on_event`] between two ticks (older ones are dropped beyond this).
+const MAX_PENDING: usize = 256;
+/// Bots that stayed joined this long start their back-off afresh when they lose the connection.
+const STABLE: Duration = Duration::from_secs(30);
+/// How often the eye asks for team sizes when yielding is on (besides after every join and leave).
+const LIMITS_EVERY: Duration = Duration::from_secs(10);
+/// A bot that yielded comes back no sooner than this.
+const YIELD_HOLD: Duration = Duration::from_secs(10);
+
+/// Bots on a reactor. See the module documentation.
+pub struct BotHost {
+    reactor: Reactor,
+    config: HostConfig,
+    epoch: Instant,
+    servers: Vec<ServerSlot>,
+    bots: Slab<BotSlot>,
+    owners: HashMap<SessionId, Owner>,
+    closing: Vec<SessionId>,
+    events: VecDeque<HostEvent>,
+    next_tick: Instant,
+    last_tick: Option<Instant>,
+    next_join: Instant,
+    join_seq: u64,
+    leaving: bool,
+    tick_us: VecDeque<u32>,
+}
+
+/// Tick durations kept for [`BotHost::tick_times_us`].
+const TICK_SAMPLES: usize = 100_000;
+
+impl BotHost {
+    /// A host on a new reactor.
+    pub fn new(config: HostConfig) -> io::Result<BotHost> {
+        Ok(BotHost::with_reactor(Reactor::new()?, config))
+    }
+
+    /// A host on an existing reactor (which may already run sessions and scans of its own).
+    pub fn with_reactor(reactor: Reactor, config: HostConfig) -> BotHost {
+        let now = Instant::now();
+        BotHost {
+            reactor,
+            config,
+            epoch: now,
+            servers: Vec::new(),
+            bots: Slab::new(),
+            owners: HashMap::new(),
+            closing: Vec::new(),
+            events: VecDeque::new(),
+            next_tick: now,
+            last_tick: None,
+            next_join: now,
+            join_seq: 0,
+            leaving: false,
+            tick_us: VecDeque::new(),
+        }
+    }
+
+    /// The reactor, to add observers, queries or scans that run beside the bots.
+    pub fn reactor(&mut self) -> &mut Reactor {
+        &mut self.reactor
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// Adds a bot for `server`; it connects in its turn.
+    pub fn add_bot(&mut self, server: SocketAddr, config: BotConfig, bot: Box<dyn Bot>) -> BotId {
+        let si = match self.servers.iter().position(|s| s.addr == server) {
+            Some(i) => i,
+            None => {
+                let now = Instant::now();
+                self.servers.push(ServerSlot {
+                    addr: server,
+                    eye: if self.config.shared_eye { Eye::Waiting { at: now } } else { Eye::Off },
+                    eye_callsign: self.config.eye_callsign.clone(),
+                    eye_attempts: 0,
+                    world: None,
+                    world_hash: None,
+                    nav: NavSlot::default(),
+                    phys: Physics::default(),
+                    tracker: ShotTracker::new(),
+                    tanks: Vec::new(),
+                    remotes: HashMap::new(),
+                    bots_disabled: false,
+                    last_limits_ask: None,
+                    limits_seen: None,
+                    want_limits: false,
+                });
+                self.servers.len() - 1
+            }
+        };
+        let now = Instant::now();
+        let at = self.next_join.max(now);
+        self.next_join = at + self.config.join_stagger;
+        let seed = config.seed;
+        BotId(self.bots.insert(BotSlot {
+            server: si,
+            callsign: config.callsign.clone(),
+            config,
+            renames: 0,
+            bot,
+            control: Control::default(),
+            pilot: Pilot::new(seed),
+            session: None,
+            state: BotState::Waiting,
+            wait_until: at,
+            attempts: 0,
+            joined_at: None,
+            join_order: 0,
+            pending: VecDeque::new(),
+            chat: Vec::new(),
+        }))
+    }
+
+    /// The server a bot plays on.
+    pub fn server_of(&self, bot: BotId) -> Option<ServerId> {
+        self.bots.get(bot.0).map(|b| ServerId(b.server))
+    }
+
+    /// A server's address.
+    pub fn server_addr(&self, server: ServerId) -> Option<SocketAddr> {
+        self.servers.get(server.0).map(|s| s.addr)
+    }
+
+    /// The game as a server's observer link sees it (`None` before it joined, or without one).
+    pub fn server_game(&self, server: ServerId) -> Option<&crate::bzflag::game::Game> {
+        let s = self.servers.get(server.0)?;
+        match s.eye {
+            Eye::Joined(sid) => self.reactor.session(sid).map(|x| x.game()),
+            _ => None,
+        }
+    }
+
+    /// A server's world model, once known.
+    pub fn server_world(&self, server: ServerId) -> Option<&WorldModel> {
+        self.servers.get(server.0)?.world.as_ref()
+    }
+
+    /// A bot's state and counts.
+    pub fn status(&self, bot: BotId) -> Option<BotStatus> {
+        let b = self.bots.get(bot.0)?;
+        Some(BotStatus {
+            callsign: b.callsign.clone(),
+            server: self.servers.get(b.server).map(|s| s.addr)?,
+            id: b.pilot.me,
+            team: b.pilot.team,
+            state: b.state.clone(),
+            stats: b.pilot.stats,
+        })
+    }
+
+    /// Every bot.
+    pub fn bot_ids(&self) -> Vec<BotId> {
+        self.bots.iter().map(|(k, _)| BotId(k)).collect()
+    }
+
+    /// A bot's tank (its true state), while it has one.
+    pub fn tank(&self, bot: BotId) -> Option<&crate::bzflag::play::Tank> {
+        self.bots.get(bot.0).filter(|b| b.pilot.me.is_some()).map(|b| &b.pilot.tank)
+    }
+
+    /// The picture of every tank computed at the last tick for a server's bots (their [`View::tanks`]).
+    pub fn server_tanks(&self, server: ServerId) -> &[TankView] {
+        self.servers.get(server.0).map_or(&[], |s| s.tanks.as_slice())
+    }
+
+    /// A bot's controls as it last set them.
+    pub fn control(&self, bot: BotId) -> Option<&Control> {
+        self.bots.get(bot.0).map(|b| &b.control)
+    }
+
+    /// A bot's session id while it is connected.
+    pub fn session_of(&self, bot: BotId) -> Option<SessionId> {
+        self.bots.get(bot.0).and_then(|b| b.session)
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<HostEvent> {
+        self.events.pop_front()
+    }
+
+    /// How long each tick took (µs, the last 100,000 ticks): every bot's decisions and pilots plus the shared
+    /// picture of each server.
+    pub fn tick_times_us(&self) -> Vec<u32> {
+        self.tick_us.iter().copied().collect()
+    }
+
+    /// The time of the last tick (every bot's tank has been stepped to it).
+    pub fn last_tick(&self) -> Option<Instant> {
+        self.last_tick
+    }
+
+    /// Makes one bot leave for good.
+    pub fn leave_bot(&mut self, bot: BotId) {
+        let Some(b) = self.bots.get_mut(bot.0) else { return };
+        match b.session {
+            Some(sid) => {
+                b.state = BotState::Leaving;
+                self.reactor.leave(sid);
+            }
+            None => b.state = BotState::Left,
+        }
+    }
+
+    /// Every bot and observer link leaves (`MsgExit`); nothing reconnects. [`BotHost::is_done`] tells when all
+    /// are gone.
+    pub fn leave_all(&mut self) {
+        self.leaving = true;
+        for k in self.bot_ids() {
+            self.leave_bot(k);
+        }
+        for s in &mut self.servers {
+            match s.eye {
+                Eye::Joined(sid) | Eye::Joining(sid) => self.reactor.leave(sid),
+                _ => {}
+            }
+            s.eye = Eye::Off;
+        }
+    }
+
+    /// True once every bot has left or stopped and every connection is closed (recordings finished).
+    pub fn is_done(&self) -> bool {
+        self.bots.iter().all(|(_, b)| matches!(b.state, BotState::Left | BotState::Stopped(_)) && b.session.is_none())
+            && self.owners.is_empty()
+            && self.closing.is_empty()
+    }
+
+    /// One turn: waits for the network until the next tick (or `max_wait`), handles what arrived, then runs the
+    /// tick when it is due and starts the connects whose time came.
+    pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
+        let now = Instant::now();
+        let mut wake = self.next_tick;
+        for (_, b) in &self.bots {
+            if b.state == BotState::Waiting || b.state == BotState::Yielded {
+                wake = wake.min(b.wait_until.max(now));
+            }
+        }
+        for s in &self.servers {
+            if let Eye::Waiting { at } = s.eye {
+                wake = wake.min(at.max(now));
+            }
+        }
+        let mut wait = wake.saturating_duration_since(now);
+        if let Some(m) = max_wait {
+            wait = wait.min(m);
+        }
+        self.reactor.turn(Some(wait))?;
+        self.route_events();
+        let now = Instant::now();
+        self.start_due(now);
+        if now >= self.next_tick {
+            let started = Instant::now();
+            self.last_tick = Some(now);
+            self.tick(now);
+            let took = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+            if self.tick_us.len() >= TICK_SAMPLES {
+                self.tick_us.pop_front();
+            }
+            self.tick_us.push_back(took);
+            self.next_tick += self.config.tick;
+            if self.next_tick <= now {
+                // Fell behind (a slow turn): skip ahead rather than run ticks back to back.
+                self.next_tick = now + self.config.tick;
+            }
+        }
+        self.reap();
+        Ok(())
+    }
+
+    /// Runs turns until `deadline` or until every bot is done. Returns true when all are done.
+    pub fn run_until(&mut self, deadline: Instant) -> io::Result<bool> {
+        while !self.is_done() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            self.turn(Some(deadline - now))?;
+        }
+        Ok(true)
+    }
+
+    // ------------------------------------------------------------------ connects
+
+    fn start_due(&mut self, now: Instant) {
+        if self.leaving {
+            return;
+        }
+        for si in 0..self.servers.len() {
+            if let Eye::Waiting { at } = self.servers[si].eye {
+                if at <= now {
+                    self.start_eye(si, now);
+                }
+            }
+        }
+        let due: Vec<usize> = self
+            .bots
+            .iter()
+            .filter(|(_, b)| b.state == BotState::Waiting && b.wait_until <= now && b.session.is_none())
+            .map(|(k, _)| k)
+            .collect();
+        for k in due {
+            let si = self.bots[k].server;
+            let s = &self.servers[si];
+            if s.bots_disabled {
+                self.stop_bot(k, now, "the server disables bots (_disableBots is set)".into());
+                continue;
+            }
+            // With an eye, wait for the world it brings; without one, join at once (full handshake).
+            let ready = match s.eye {
+                Eye::Joined(_) => s.world.is_some(),
+                Eye::Off | Eye::Unavailable => true,
+                Eye::Waiting { .. } | Eye::Joining(_) => false,
+            };
+            if ready {
+                self.start_bot(k, now);
+            }
+        }
+        // Yielded bots come back when there is room again (checked when limits arrive).
+    }
+
+    fn start_eye(&mut self, si: usize, now: Instant) {
+        let s = &mut self.servers[si];
+        let config = SessionConfig {
+            callsign: s.eye_callsign.clone(),
+            motto: "bzhead bots' observer".into(),
+            team: Team::Observer,
+            player_type: PlayerType::Tank,
+            ..SessionConfig::default()
+        };
+        let record = self.config.record.as_ref().map(|p| {
+            if si == 0 {
+                p.clone()
+            } else {
+                let mut name = p.as_os_str().to_owned();
+                name.push(format!(".{si}"));
+                name.into()
+            }
+        });
+        let options = SessionOptions { record, cache: self.config.cache.clone() };
+        match self.reactor.add_session(s.addr, config, options) {
+            Ok(sid) => {
+                s.eye = Eye::Joining(sid);
+                self.owners.insert(sid, Owner::Eye(si));
+            }
+            Err(e) => {
+                s.eye_attempts += 1;
+                let wait = backoff(s.eye_attempts, self.config.max_backoff);
+                warn!(server = %s.addr, error = %e, "cannot connect the observer link; retrying in {wait:?}");
+                s.eye = Eye::Waiting { at: now + wait };
+            }
+        }
+    }
+
+    fn start_bot(&mut self, k: usize, now: Instant) {
+        let si = self.bots[k].server;
+        let addr = self.servers[si].addr;
+        let with_eye = matches!(self.servers[si].eye, Eye::Joined(_));
+        let b = &mut self.bots[k];
+        let config = SessionConfig {
+            callsign: b.callsign.clone(),
+            motto: b.config.motto.clone(),
+            team: b.config.team,
+            player_type: b.config.player_type,
+            // Tanks must shoot over UDP (bzfs kicks a human player whose shot comes over TCP); robots may use TCP.
+            udp: b.config.udp || b.config.player_type != PlayerType::Computer,
+            // The eye has the world and the settings; without one, the bot does the full join itself.
+            full_join: !with_eye,
+            ..SessionConfig::default()
+        };
+        b.pilot.reset();
+        b.control = Control::default();
+        b.attempts += 1;
+        let options = SessionOptions { record: None, cache: if with_eye { None } else { self.config.cache.clone() } };
+        match self.reactor.add_session(addr, config, options) {
+            Ok(sid) => {
+                b.session = Some(sid);
+                b.state = BotState::Joining;
+                self.owners.insert(sid, Owner::Bot(k));
+                let attempt = b.attempts;
+                self.push_bot(k, now, BotEvent::Connecting { attempt });
+            }
+            Err(e) => {
+                let wait = backoff(b.attempts, self.config.max_backoff);
+                b.wait_until = now + wait;
+                b.state = BotState::Waiting;
+                let reason = format!("cannot connect to {addr}: {e}");
+                self.push_bot(k, now, BotEvent::Disconnected { reason, retry_in: Some(wait.as_secs_f32()) });
+            }
+        }
+    }
+
+    fn stop_bot(&mut self, k: usize, now: Instant, reason: String) {
+        let Some(b) = self.bots.get_mut(k) else { return };
+        if let Some(sid) = b.session {
+            self.reactor.leave(sid);
+        }
+        b.state = BotState::Stopped(reason.clone());
+        self.push_bot(k, now, BotEvent::Stopped { reason });
+    }
+
+    fn push_bot(&mut self, k: usize, at: Instant, event: BotEvent) {
+        self.events.push_back(HostEvent::Bot { bot: BotId(k), at, event });
+    }
+
+    /// Removes finished sessions from the reactor.
+    fn reap(&mut self) {
+        let reactor = &mut self.reactor;
+        self.closing.retain(|sid| {
+            if reactor.is_done(*sid) {
+                reactor.remove_session(*sid);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ events
+
+    fn route_events(&mut self) {
+        while let Some((sid, at, ev)) = self.reactor.poll_event() {
+            match self.owners.get(&sid).copied() {
+                Some(Owner::Eye(si)) => {
+                    self.on_eye_event(si, sid, at, &ev);
+                    self.events.push_back(HostEvent::Game { server: ServerId(si), at, event: ev });
+                }
+                Some(Owner::Bot(k)) => self.on_bot_event(k, sid, at, ev),
+                None => self.events.push_back(HostEvent::Session { session: sid, at, event: ev }),
+            }
+        }
+    }
+
+    fn on_eye_event(&mut self, si: usize, sid: SessionId, at: Instant, ev: &Event) {
+        match ev {
+            Event::Accept { .. } => {
+                let s = &mut self.servers[si];
+                s.eye = Eye::Joined(sid);
+                s.eye_attempts = 0;
+                self.load_world(si, sid);
+                self.check_disable_bots(si, at);
+                self.servers[si].want_limits = self.config.yield_slots.is_some();
+            }
+            Event::SetVar { .. } => self.check_disable_bots(si, at),
+            Event::Join { .. } | Event::Leave { .. } if self.config.yield_slots.is_some() => {
+                self.servers[si].want_limits = true;
+            }
+            Event::Closed { .. } => {
+                self.owners.remove(&sid);
+                self.closing.push(sid);
+                let end = self.reactor.session(sid).and_then(|s| s.end().cloned());
+                let s = &mut self.servers[si];
+                if self.leaving || s.eye == Eye::Off {
+                    return;
+                }
+                match end {
+                    // No room for an observer: the bots will read their own state.
+                    Some(SessionEnd::Rejected { code: 4 | 5, .. }) | Some(SessionEnd::ServerFull) => {
+                        warn!(server = %s.addr, "no observer slot; bots will only know what changes after they join");
+                        s.eye = Eye::Unavailable;
+                    }
+                    Some(SessionEnd::Rejected { code: 7 | 8, .. }) => {
+                        s.eye_attempts += 1;
+                        s.eye_callsign = format!("{}{}", self.config.eye_callsign, s.eye_attempts + 1);
+                        s.eye = Eye::Waiting { at: at + Duration::from_millis(500) };
+                    }
+                    Some(SessionEnd::Rejected { code, reason }) => {
+                        warn!(server = %s.addr, code, %reason, "the observer link was rejected");
+                        s.eye = Eye::Unavailable;
+                    }
+                    _ => {
+                        s.eye_attempts += 1;
+                        let wait = backoff(s.eye_attempts, self.config.max_backoff);
+                        debug!(server = %s.addr, "observer link closed; reconnecting in {wait:?}");
+                        s.eye = Eye::Waiting { at: at + wait };
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn load_world(&mut self, si: usize, sid: SessionId) {
+        let Some(session) = self.reactor.session(sid) else { return };
+        let hash = session.world_hash().map(str::to_string);
+        let s = &mut self.servers[si];
+        if s.world.is_some() && hash.is_some() && s.world_hash == hash {
+            return;
+        }
+        let Some(blob) = session.world_blob() else { return };
+        match parse_blob(blob)
+            .map_err(|e| e.to_string())
+            .and_then(|db| WorldModel::build(&db).map_err(|e| e.to_string()))
+        {
+            Ok(model) => {
+                s.world = Some(model);
+                s.world_hash = hash;
+                s.nav = NavSlot::default();
+                s.remotes.clear();
+                s.tracker = ShotTracker::new();
+            }
+            Err(e) => warn!(server = %s.addr, error = %e, "cannot model the server's world; bots cannot play there"),
+        }
+    }
+
+    fn check_disable_bots(&mut self, si: usize, at: Instant) {
+        let disabled = match self.source(si) {
+            Some(sid) => self.reactor.session(sid).is_some_and(|s| s.game().vars.is_true("_disableBots")),
+            None => false,
+        };
+        if disabled && !self.servers[si].bots_disabled {
+            self.servers[si].bots_disabled = true;
+            let mine: Vec<usize> = self
+                .bots
+                .iter()
+                .filter(|(_, b)| b.server == si && !matches!(b.state, BotState::Left | BotState::Stopped(_)))
+                .map(|(k, _)| k)
+                .collect();
+            for k in mine {
+                self.stop_bot(k, at, "the server disables bots (_disableBots is set)".into());
+            }
+        }
+    }
+
+    fn on_bot_event(&mut self, k: usize, sid: SessionId, at: Instant, ev: Event) {
+        let si = self.bots[k].server;
+        let clock = at.saturating_duration_since(self.epoch).as_secs_f32();
+        // Flag types come from the shared picture (a robot's own session may not know flags grabbed before it
+        // joined).
+        let report = {
+            let game_sid = self.source(si).unwrap_or(sid);
+            let Some(game) = self.reactor.session(game_sid).or_else(|| self.reactor.session(sid)).map(|s| s.game())
+            else {
+                return;
+            };
+            self.bots[k].pilot.on_event(&ev, game, clock)
+        };
+        if let Some(r) = report {
+            self.push_bot(k, at, r);
+        }
+        match &ev {
+            Event::Accept { .. } => {
+                self.join_seq += 1;
+                let b = &mut self.bots[k];
+                b.state = BotState::Joined;
+                b.joined_at = Some(at);
+                b.join_order = self.join_seq;
+                if self.servers[si].world.is_none() {
+                    // No observer link: the first bot in brings the world.
+                    self.load_world(si, sid);
+                }
+                self.check_disable_bots(si, at);
+            }
+            Event::Closed { .. } => {
+                self.owners.remove(&sid);
+                self.closing.push(sid);
+                let end = self.reactor.session(sid).and_then(|s| s.end().cloned());
+                self.on_bot_closed(k, at, end);
+                return;
+            }
+            _ => {}
+        }
+        if !matches!(ev, Event::Update(_) | Event::SetVar { .. } | Event::ShotBegin(_) | Event::ShotEnd { .. }) {
+            let b = &mut self.bots[k];
+            if b.pending.len() >= MAX_PENDING {
+                b.pending.pop_front();
+            }
+            b.pending.push_back(ev);
+        }
+    }
+
+    fn on_bot_closed(&mut self, k: usize, at: Instant, end: Option<SessionEnd>) {
+        let max_backoff = self.config.max_backoff;
+        let reconnect = self.config.reconnect && !self.leaving;
+        let b = &mut self.bots[k];
+        b.session = None;
+        b.pilot.me = None;
+        b.pending.clear();
+        if b.joined_at.is_some_and(|t| at.saturating_duration_since(t) >= STABLE) {
+            b.attempts = 0;
+        }
+        b.joined_at = None;
+        let (state, event) = match (&b.state, end) {
+            (BotState::Stopped(r), _) => (BotState::Stopped(r.clone()), None),
+            (BotState::Yielded, _) => (BotState::Yielded, None),
+            (BotState::Leaving, _) | (_, Some(SessionEnd::Left)) => (BotState::Left, Some(BotEvent::Left)),
+            (_, Some(SessionEnd::Kicked { reason })) => {
+                let why =
+                    if reason.is_empty() { "kicked by the server".to_string() } else { format!("kicked: {reason}") };
+                (BotState::Stopped(why.clone()), Some(BotEvent::Stopped { reason: why }))
+            }
+            (_, Some(SessionEnd::Rejected { code: 6 | 7, reason })) if b.renames < 20 => {
+                b.renames += 1;
+                b.callsign = format!("{}{}", b.config.callsign, b.renames + 1);
+                b.wait_until = at + Duration::from_millis(300);
+                let why = format!("callsign taken ({reason}); trying {}", b.callsign);
+                (BotState::Waiting, Some(BotEvent::Disconnected { reason: why, retry_in: Some(0.3) }))
+            }
+            (_, Some(e @ (SessionEnd::Rejected { code: 4 | 5 | 8, .. } | SessionEnd::ServerFull)))
+            | (
+                _,
+                Some(
+                    e @ (SessionEnd::ConnectFailed(_)
+                    | SessionEnd::ServerClosed { .. }
+                    | SessionEnd::Timeout { .. }
+                    | SessionEnd::Protocol(_)),
+                ),
+            ) if reconnect => {
+                let wait = backoff(b.attempts, max_backoff);
+                b.wait_until = at + wait;
+                let event = BotEvent::Disconnected { reason: e.to_string(), retry_in: Some(wait.as_secs_f32()) };
+                (BotState::Waiting, Some(event))
+            }
+            (_, Some(e)) => (BotState::Stopped(e.to_string()), Some(BotEvent::Stopped { reason: e.to_string() })),
+            (_, None) => (BotState::Stopped("the connection ended".into()), None),
+        };
+        b.state = state;
+        if let Some(e) = event {
+            self.push_bot(k, at, e);
+        }
+    }
+
+    /// The session whose picture of the game a server's bots read: the eye, else the first joined bot.
+    fn source(&self, si: usize) -> Option<SessionId> {
+        match self.servers.get(si)?.eye {
+            Eye::Joined(sid) => Some(sid),
+            _ => self
+                .bots
+                .iter()
+                .filter(|(_, b)| b.server == si && b.state == BotState::Joined)
+                .min_by_key(|(_, b)| b.join_order)
+                .and_then(|(_, b)| b.session),
+        }
+    }
+
+    // ------------------------------------------------------------------ yielding
+
+    fn manage_slots(&mut self, si: usize, now: Instant) {
+        let Some(reserve) = self.config.yield_slots else { return };
+        let Some(eye) = (match self.servers[si].eye {
+            Eye::Joined(sid) => Some(sid),
+            _ => None,
+        }) else {
+            return;
+        };
+        let s = &mut self.servers[si];
+        let asked_long_ago = s.last_limits_ask.is_none_or(|t| now.saturating_duration_since(t) >= LIMITS_EVERY);
+        let may_ask = s.last_limits_ask.is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_millis(500));
+        if (s.want_limits && may_ask) || asked_long_ago {
+            s.want_limits = false;
+            s.last_limits_ask = Some(now);
+            self.reactor.with_session(eye, |sess, _| sess.send(&ClientMsg::QueryGame));
+        }
+        let Some((info, when)) = self.reactor.session(eye).and_then(|x| x.game().limits) else { return };
+        let s = &mut self.servers[si];
+        if s.limits_seen == Some(when) {
+            return;
+        }
+        s.limits_seen = Some(when);
+        let used: u32 = info.team_sizes.iter().map(|&n| u32::from(n)).sum();
+        let total_free = u32::from(info.max_players).saturating_sub(used);
+        let team_free = |t: Team| -> u32 {
+            t.index()
+                .filter(|&i| i < 6)
+                .map_or(u32::MAX, |i| u32::from(info.team_max[i]).saturating_sub(u32::from(info.team_sizes[i])))
+        };
+        let reserve = u32::from(reserve);
+        // The newest joined bot of a team short of room (or of any team when the server is) yields.
+        let short = self
+            .bots
+            .iter()
+            .filter(|(_, b)| b.server == si && b.state == BotState::Joined)
+            .filter(|(_, b)| total_free < reserve || team_free(b.pilot.team) < reserve)
+            .max_by_key(|(_, b)| b.join_order)
+            .map(|(k, _)| k);
+        if let Some(k) = short {
+            let free = total_free.min(team_free(self.bots[k].pilot.team));
+            let b = &mut self.bots[k];
+            b.state = BotState::Yielded;
+            b.wait_until = now + YIELD_HOLD;
+            if let Some(sid) = b.session {
+                self.reactor.leave(sid);
+            }
+            self.servers[si].want_limits = true;
+            self.push_bot(k, now, BotEvent::Yielded { free: free.min(u32::from(u16::MAX)) as u16 });
+            return;
+        }
+        // Room again: one yielded bot comes back (it takes a slot; the next answer decides about the next one).
+        if total_free > reserve {
+            let back = self
+                .bots
+                .iter()
+                .filter(|(_, b)| b.server == si && b.state == BotState::Yielded && b.session.is_none())
+                .filter(|(_, b)| b.wait_until <= now)
+                .filter(|(_, b)| b.config.team == Team::Automatic || team_free(b.config.team) > reserve)
+                .min_by_key(|(_, b)| b.join_order)
+                .map(|(k, _)| k);
+            if let Some(k) = back {
+                self.bots[k].state = BotState::Waiting;
+                self.bots[k].wait_until = now;
+                self.servers[si].want_limits = true;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ the tick
+
+    fn tick(&mut self, now: Instant) {
+        let clock = now.saturating_duration_since(self.epoch).as_secs_f32();
+        for si in 0..self.servers.len() {
+            self.manage_slots(si, now);
+            let source = self.source(si);
+            self.tick_server(si, source, now, clock);
+        }
+        self.flush(now);
+    }
+
+    fn tick_server(&mut self, si: usize, source: Option<SessionId>, now: Instant, clock: f32) {
+        let Some(game) = source.and_then(|sid| self.reactor.session(sid)).map(|s| s.game()) else { return };
+        let s = &mut self.servers[si];
+        let Some(world) = s.world.as_ref() else { return };
+        s.phys = Physics::new(&game.vars, game.settings.as_ref());
+        let phys = &s.phys;
+        s.tracker.sync(&game.shots, phys, Some(world));
+
+        // Every tank, dead-reckoned to now.
+        let ours: Vec<u8> = self.bots.iter().filter(|(_, b)| b.server == si).filter_map(|(_, b)| b.pilot.me).collect();
+        s.remotes.retain(|id, _| game.players.contains_key(id));
+        s.tanks.clear();
+        for p in game.players.values() {
+            if p.team == Team::Observer {
+                continue;
+            }
+            let remote = match p.last_update {
+                Some((u, at)) => {
+                    let e = s.remotes.entry(p.id).or_insert_with(|| RemoteTank::new(&u, at, &world.physics_drivers));
+                    if e.received != at || e.order != u.order {
+                        *e = RemoteTank::new(&u, at, &world.physics_drivers);
+                    }
+                    Some(*e)
+                }
+                None => None,
+            };
+            let flag_abbv = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv());
+            let ground = if flag_abbv == Some(flag::BURROW) { phys.burrow_depth } else { 0.0 };
+            let (pose, reckoning, age, not_responding) = match &remote {
+                Some(r) => {
+                    let rp = r.at(now, phys.gravity, ground, phys.not_responding_time);
+                    (rp.pose, Some(r.reckoning), rp.age, rp.not_responding)
+                }
+                None => {
+                    let (pos, az) = p.spawn.unwrap_or(([0.0; 3], 0.0));
+                    (Pose { pos: pos.into(), vel: glam::Vec3::ZERO, azimuth: az, falling: false }, None, 0.0, false)
+                }
+            };
+            let status = p.status();
+            s.tanks.push(TankView {
+                id: p.id,
+                team: p.team,
+                player_type: p.player_type,
+                alive: p.alive && (remote.is_none() || status.contains(PlayerStatus::ALIVE)),
+                paused: p.paused,
+                flag: flag_abbv,
+                pose,
+                reckoning,
+                age,
+                not_responding,
+                ours: ours.contains(&p.id),
+            });
+        }
+        s.tanks.sort_unstable_by_key(|t| t.id);
+
+        // Guided missiles fly on towards their targets.
+        for shot in s.tracker.iter_mut() {
+            if shot.kind != ShotKind::GuidedMissile {
+                continue;
+            }
+            let target = shot.missile.as_ref().map(|m| m.target).unwrap_or(255);
+            let aim = s
+                .tanks
+                .iter()
+                .find(|t| t.id == target && t.alive)
+                .map(|t| t.pose.pos + glam::Vec3::new(0.0, 0.0, phys.muzzle_height));
+            let age = shot.age(now);
+            shot.update_missile(age, aim, phys, Some(world));
+        }
+
+        // Every bot of this server decides and steps.
+        let (tanks, tracker, nav) = (&s.tanks, &s.tracker, &s.nav);
+        let reactor = &self.reactor;
+        for (_, b) in self.bots.iter_mut().filter(|(_, b)| b.server == si && b.state == BotState::Joined) {
+            let Some(me) = b.pilot.me else { continue };
+            let may_fire = b.config.player_type == PlayerType::Computer
+                || b.session.and_then(|sid| reactor.session(sid)).is_some_and(|x| x.udp_up());
+            let BotSlot { bot, control, pilot, pending, callsign, chat, .. } = b;
+            let dt = pilot.since_last_step(now);
+            {
+                let view = View {
+                    now,
+                    time: clock,
+                    dt,
+                    me: Me {
+                        id: me,
+                        team: pilot.team,
+                        callsign,
+                        tank: &pilot.tank,
+                        reload: pilot.reload(clock, phys),
+                        flag_index: pilot.flag_index,
+                        next_shot_id: pilot.next_shot_id(clock, phys),
+                    },
+                    world,
+                    phys,
+                    game,
+                    tanks,
+                    shots: tracker,
+                    nav,
+                };
+                for ev in pending.drain(..) {
+                    bot.on_event(&view, &ev);
+                }
+                bot.tick(&view, control);
+            }
+            let shared = Shared { now, clock, world, phys, game, shots: tracker, tanks };
+            pilot.tick(&shared, control, may_fire);
+            chat.append(&mut control.chat);
+            control.end_tick();
+        }
+    }
+
+    /// Sends what every pilot produced.
+    fn flush(&mut self, _now: Instant) {
+        for (_, b) in self.bots.iter_mut() {
+            if b.pilot.out.is_empty() && b.chat.is_empty() {
+                continue;
+            }
+            let Some(sid) = b.session else {
+                b.pilot.out.clear();
+                b.chat.clear();
+                continue;
+            };
+            let out = std::mem::take(&mut b.pilot.out);
+            let chat = std::mem::take(&mut b.chat);
+            self.reactor.with_session(sid, |s, _| {
+                for m in &out {
+                    s.send(m);
+                }
+                for (to, text) in &chat {
+                    s.send_chat(*to, text);
+                }
+            });
+            b.pilot.out = out;
+            b.pilot.out.clear();
+        }
+    }
+}
+
+/// 1 s doubling per attempt, at most `max`.
+fn backoff(attempts: u32, max: Duration) -> Duration {
+    let secs = 1u64 << attempts.saturating_sub(1).min(16);
+    Duration::from_secs(secs).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_off_doubles_to_its_limit() {
+        let max = Duration::from_secs(30);
+        let waits: Vec<u64> = (0..8).map(|a| backoff(a, max).as_secs()).collect();
+        assert_eq!(waits, vec![1, 1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(backoff(u32::MAX, max), max);
+    }
+}

@@ -1,0 +1,434 @@
+//! The protocol side of one bot's tank: everything the official client does for its own player each frame, so
+//! that a [`super::Bot`] only decides and never gets its player kicked.
+//!
+//! Per tick, in the client's order: step the tank (teleports, deaths by water or a death driver, the end of an
+//! explosion and the `MsgAlive` that follows), detect hits on our tank (§9.6: `MsgShotEnd` then `MsgKilled`,
+//! dropping the flag first, within the server's end-shot balance), steamrollers, grab flags within reach (at most
+//! every 0.2 s, never our own team flag), capture, shake off sticky flags, drop on request, fire (an update right
+//! before every `MsgShotBegin`), then the update send rule (§9.3).
+//!
+//! Events of the bot's own session keep the tank in step with the server: our spawn, our death (a kill reported by
+//! the server, or our team flag captured), flags grabbed, dropped, stolen and captured.
+
+use std::time::Instant;
+
+use glam::Vec3;
+
+use super::view::TankView;
+use super::{BotEvent, Control};
+use crate::bzflag::consts::{kill_reason, Team};
+use crate::bzflag::event::Event;
+use crate::bzflag::game::Game;
+use crate::bzflag::msg::ClientMsg;
+use crate::bzflag::play::hit::{hit_messages, run_over_by, EndShotCredit, Roller};
+use crate::bzflag::play::physics::flag;
+use crate::bzflag::play::{
+    check_hits, Controls, FlagEffect, FlagRules, Gun, HitCandidate, LiveShot, Location, Physics, ShotKind, ShotTracker,
+    Tank, UpdateSender,
+};
+use crate::bzflag::session::team_of_flag;
+use crate::bzflag::world::WorldModel;
+
+/// Counts of what a bot did, for its owner and for benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BotStats {
+    /// Times spawned.
+    pub spawns: u32,
+    /// Shots fired.
+    pub shots: u32,
+    /// Kills the server confirmed (`MsgKilled` naming us as the killer of someone else).
+    pub kills: u32,
+    /// Deaths the server confirmed.
+    pub deaths: u32,
+    /// Hits on us we detected and reported.
+    pub hits_taken: u32,
+    /// Flags grabbed.
+    pub grabs: u32,
+    /// Team flags captured.
+    pub captures: u32,
+    /// Player updates sent.
+    pub updates: u32,
+}
+
+/// What one tick needs from the shared state of the bot's server.
+pub(crate) struct Shared<'a> {
+    pub now: Instant,
+    pub clock: f32,
+    pub world: &'a WorldModel,
+    pub phys: &'a Physics,
+    pub game: &'a Game,
+    pub shots: &'a ShotTracker,
+    pub tanks: &'a [TankView],
+}
+
+/// One bot's tank, gun, update rule and flag rules. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Pilot {
+    pub me: Option<u8>,
+    pub team: Team,
+    pub tank: Tank,
+    gun: Gun,
+    updates: UpdateSender,
+    flags: FlagRules,
+    credit: EndShotCredit,
+    last_step: Option<Instant>,
+    pub flag_index: Option<u16>,
+    last_capture: f32,
+    alive_sent: Option<f32>,
+    pub stats: BotStats,
+    /// Messages to send after the tick.
+    pub out: Vec<ClientMsg>,
+}
+
+/// How often `MsgAlive` is repeated while the server has not spawned us (it queues the first one).
+const ALIVE_REPEAT: f32 = 10.0;
+
+impl Pilot {
+    pub fn new(seed: u64) -> Pilot {
+        Pilot {
+            me: None,
+            team: Team::NoTeam,
+            tank: Tank::new(seed),
+            gun: Gun::new(),
+            updates: UpdateSender::new(),
+            flags: FlagRules::new(),
+            credit: EndShotCredit::new(),
+            last_step: None,
+            flag_index: None,
+            last_capture: -1.0e9,
+            alive_sent: None,
+            stats: BotStats::default(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Back to a fresh state for a new connection (the server forgets everything of an old one).
+    pub fn reset(&mut self) {
+        let stats = self.stats;
+        let seed = self.stats.spawns as u64 ^ 0x9e37_79b9;
+        *self = Pilot::new(seed);
+        self.stats = stats;
+    }
+
+    /// Seconds since the last step (0 before the first).
+    pub fn since_last_step(&self, now: Instant) -> f32 {
+        self.last_step.map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f32())
+    }
+
+    /// The id of the next shot, if one can be fired now.
+    pub fn next_shot_id(&self, clock: f32, phys: &Physics) -> Option<u16> {
+        self.gun.next_shot_id(clock, phys.max_shots)
+    }
+
+    /// Seconds until a shot can be fired.
+    pub fn reload(&self, clock: f32, phys: &Physics) -> f32 {
+        self.gun.reload_left(clock, phys.max_shots)
+    }
+
+    /// Follows an event of the bot's own session; `game` is the shared state of the server (for flag types).
+    pub fn on_event(&mut self, ev: &Event, game: &Game, clock: f32) -> Option<BotEvent> {
+        let me = self.me;
+        match ev {
+            Event::Accept { id } => {
+                self.me = Some(*id);
+                self.request_spawn(clock);
+                None
+            }
+            Event::Join { id, team, .. } if Some(*id) == me => {
+                self.team = *team;
+                Some(BotEvent::Joined { id: *id, team: *team })
+            }
+            Event::NewRabbit { id } => {
+                // The server re-teams players locally in rabbit games.
+                if Some(*id) == me {
+                    self.team = Team::Rabbit;
+                } else if self.team == Team::Rabbit {
+                    self.team = Team::Hunter;
+                }
+                None
+            }
+            Event::Spawn { id, pos, azimuth, .. } if Some(*id) == me => {
+                self.tank.spawn(*pos, *azimuth);
+                self.gun.clear();
+                self.flags = FlagRules::new();
+                self.flag_index = None;
+                self.alive_sent = None;
+                self.stats.spawns += 1;
+                Some(BotEvent::Spawned { pos: *pos })
+            }
+            Event::Kill { victim, killer, reason, .. } if Some(*victim) == me => {
+                self.tank.explode();
+                self.flag_index = None;
+                self.stats.deaths += 1;
+                Some(BotEvent::Died { killer: *killer, reason: (*reason).to_string() })
+            }
+            Event::Kill { victim, killer, .. } if Some(*killer) == me => {
+                self.stats.kills += 1;
+                if let Some(m) = self.flags.on_wins(1, &self.tank) {
+                    self.out.push(m);
+                }
+                Some(BotEvent::Killed { victim: *victim })
+            }
+            Event::Grab { player, flag: f, .. } if Some(*player) == me => {
+                self.tank.flag = f.abbv;
+                self.flag_index = Some(f.index);
+                let endurance = game.flags.get(&f.index).map_or(0, |s| s.info.endurance);
+                self.flags.on_flag(f.abbv, endurance, game.settings.as_ref());
+                self.stats.grabs += 1;
+                Some(BotEvent::Grabbed { flag: f.abbv.as_string() })
+            }
+            Event::Drop { player, .. } if Some(*player) == me => {
+                self.tank.flag = flag::NONE;
+                self.flag_index = None;
+                None
+            }
+            Event::Transfer { from, to, flag: f } => {
+                if Some(*from) == me {
+                    self.tank.flag = flag::NONE;
+                    self.flag_index = None;
+                } else if Some(*to) == me {
+                    self.tank.flag = f.abbv;
+                    self.flag_index = Some(f.index);
+                }
+                None
+            }
+            Event::Capture { player, index, abbv, team, .. } => {
+                let abbv =
+                    if abbv.is_none() { game.flags.get(index).map(|f| f.abbv()).unwrap_or(*abbv) } else { *abbv };
+                let mut reported = None;
+                if Some(*player) == me {
+                    self.tank.flag = flag::NONE;
+                    self.flag_index = None;
+                    self.stats.captures += 1;
+                    reported = Some(BotEvent::Captured { team: *team });
+                }
+                // Our team's flag was captured: the server counts us dead without a MsgKilled (§8.3).
+                if team_of_flag(abbv) == Some(self.team) && self.tank.is_alive() {
+                    self.tank.explode();
+                    self.flag_index = None;
+                }
+                reported
+            }
+            _ => None,
+        }
+    }
+
+    fn request_spawn(&mut self, clock: f32) {
+        self.out.push(ClientMsg::Alive);
+        self.alive_sent = Some(clock);
+    }
+
+    /// One tick with the bot's `control` (`may_fire` false holds fire: a tank without its UDP link). See the
+    /// module documentation. Messages to send are left in `self.out`.
+    pub fn tick(&mut self, sh: &Shared<'_>, control: &Control, may_fire: bool) {
+        let now = sh.now;
+        let prev = self.last_step.unwrap_or(now);
+        let dt = now.saturating_duration_since(prev).as_secs_f32().min(1.0);
+        self.last_step = Some(now);
+        let Some(me) = self.me else { return };
+        let (phys, world, clock) = (sh.phys, sh.world, sh.clock);
+        let Control { speed, turn, jump, fire, drop_flag: drop, grab, .. } = *control;
+        let fire = fire && may_fire;
+
+        if self.tank.location == Location::Dead && self.alive_sent.is_none_or(|t| clock - t > ALIVE_REPEAT) {
+            self.request_spawn(clock);
+        }
+        let report = self.tank.step(dt, Controls { speed, turn, jump }, phys, world);
+        if let Some((from, to)) = report.teleported {
+            self.out.push(ClientMsg::Teleport { from, to });
+        }
+        if let Some(death) = report.death {
+            let msgs = self.tank.death_messages(me, death);
+            self.send_all(msgs);
+            self.tank.explode();
+            self.flag_index = None;
+        }
+        if report.explosion_over {
+            self.request_spawn(clock);
+        }
+        if report.pause_drop {
+            self.out.push(ClientMsg::DropFlag { pos: self.tank.pos.to_array() });
+        }
+
+        if self.tank.is_alive() && dt > 0.0 {
+            self.check_hits(sh, me, prev, dt);
+        }
+        if self.tank.is_alive() {
+            self.run_over(sh, me);
+        }
+
+        if self.tank.is_alive() {
+            if grab {
+                let team = self.team;
+                let mut grabs = self.flags.grabs(clock, &self.tank, &sh.game.flags, phys);
+                grabs.retain(|m| match m {
+                    ClientMsg::GrabFlag { index } => {
+                        sh.game.flags.get(index).is_none_or(|f| team_of_flag(f.abbv()) != Some(team))
+                    }
+                    _ => true,
+                });
+                self.out.extend(grabs);
+            }
+            if clock - self.last_capture > 0.25 {
+                if let Some(m) = self.flags.capture(&self.tank, self.team, world) {
+                    self.out.push(m);
+                    self.last_capture = clock;
+                }
+            }
+            if let Some(m) = self.flags.tick(dt, &self.tank) {
+                self.out.push(m);
+            }
+            if drop && !self.tank.flag.is_none() {
+                let endurance = self.flag_index.and_then(|i| sh.game.flags.get(&i)).map_or(0, |f| f.info.endurance);
+                if FlagRules::can_drop(&self.tank, endurance) {
+                    self.out.push(ClientMsg::DropFlag { pos: self.tank.pos.to_array() });
+                }
+            }
+            if fire && self.tank.can_fire() {
+                let muzzle = self.tank.muzzle(self.team);
+                if let Ok(info) = self.gun.fire(clock, me, &muzzle, phys) {
+                    let state = self.tank.own_state();
+                    let upd = self.updates.before_shot(now, me, clock, &state, phys, &world.physics_drivers);
+                    self.tank.take_sounds();
+                    self.stats.updates += 1;
+                    self.out.push(upd);
+                    let shot = ClientMsg::ShotBegin(info);
+                    self.credit.record(&shot, self.tank.flag);
+                    self.out.push(shot);
+                    self.stats.shots += 1;
+                }
+            }
+        }
+
+        let state = self.tank.own_state();
+        if let Some(m) = self.updates.poll(now, me, clock, &state, phys, &world.physics_drivers) {
+            self.tank.take_sounds();
+            self.stats.updates += 1;
+            self.out.push(m);
+        }
+    }
+
+    fn send_all(&mut self, msgs: Vec<ClientMsg>) {
+        let mut holding = self.tank.flag;
+        for m in msgs {
+            self.credit.record(&m, holding);
+            if matches!(m, ClientMsg::DropFlag { .. }) {
+                holding = flag::NONE;
+            }
+            self.out.push(m);
+        }
+    }
+
+    /// Hit detection over the tick (§9.6) and what a hit makes us send (§8.5).
+    fn check_hits(&mut self, sh: &Shared<'_>, me: u8, prev: Instant, dt: f32) {
+        let phys = sh.phys;
+        let victim = self.tank.victim(me, self.team);
+        // The farthest a shot that can hit us may be from our tank over the tick: our hit radius (Obesity at
+        // most triples it), our own motion and the shot's, with slack.
+        let reach = FlagEffect::of(self.tank.flag, phys).length.max(1.0) * phys.tank_radius
+            + self.tank.last_motion.1.length() * dt
+            + 2.0;
+        let centre = victim.pos + Vec3::new(0.0, 0.0, 0.5 * phys.tank_height);
+        let tanks = sh.tanks;
+        let candidates = sh.shots.iter().filter(|s| !s.ended).filter_map(|s| {
+            let c = HitCandidate::over(s, prev, sh.now, tanks.iter().any(|t| t.id == s.shooter && t.paused));
+            near(s, c.t_prev, c.t_now, centre, reach).then_some(c)
+        });
+        let Some(hit) = check_hits(&victim, candidates, dt, phys) else { return };
+        let mut msgs = hit_messages(&hit, me, self.tank.flag, self.tank.pos);
+        // Never more end-shot credit than the server allows (§11): without the MsgShotEnd the kill still counts.
+        if !self.credit.allows(&msgs, self.tank.flag, phys.end_shot_detection) {
+            msgs.retain(|m| !matches!(m, ClientMsg::ShotEnd { .. }));
+        }
+        let shield = self.tank.flag == flag::SHIELD;
+        self.send_all(msgs);
+        self.stats.hits_taken += 1;
+        if hit.kind != ShotKind::Thief && !shield {
+            self.tank.explode();
+            self.flag_index = None;
+        } else if shield {
+            self.tank.flag = flag::NONE;
+            self.flag_index = None;
+        }
+    }
+
+    /// Steamroller (and burrowed tanks run over by anyone): `MsgKilled` reason 2.
+    fn run_over(&mut self, sh: &Shared<'_>, me: u8) {
+        let phys = sh.phys;
+        if !sh.tanks.iter().any(|t| t.flag == Some(flag::STEAMROLLER)) && self.tank.pos.z >= 0.0 {
+            return;
+        }
+        let victim = self.tank.victim(me, self.team);
+        let rollers = sh.tanks.iter().filter(|t| t.id != me).map(|t| Roller {
+            id: t.id,
+            team: t.team,
+            flag: t.flag.unwrap_or(flag::NONE),
+            pos: t.pose.pos,
+            radius: FlagEffect::of(t.flag.unwrap_or(flag::NONE), phys).length * phys.tank_radius,
+            alive: t.alive,
+            paused: t.paused,
+            zoned: false,
+        });
+        let radius = self.tank.radius(phys);
+        if let Some(killer) = run_over_by(&victim, self.tank.pos, radius, rollers, phys) {
+            let mut msgs = Vec::with_capacity(2);
+            if !self.tank.flag.is_none() {
+                msgs.push(ClientMsg::DropFlag { pos: self.tank.pos.to_array() });
+            }
+            msgs.push(ClientMsg::Killed {
+                killer,
+                reason: kill_reason::GOT_RUN_OVER,
+                shot_id: -1,
+                flag: flag::STEAMROLLER,
+                phydrv: None,
+            });
+            self.send_all(msgs);
+            self.tank.explode();
+            self.flag_index = None;
+        }
+    }
+}
+
+/// Whether a shot can come within `reach` of `p` between shot ages `t0` and `t1` (a cheap test before the
+/// exact one; beams, shock waves and missiles always pass it).
+fn near(s: &LiveShot, t0: f32, t1: f32, p: Vec3, reach: f32) -> bool {
+    if s.kind.is_beam() || matches!(s.kind, ShotKind::ShockWave | ShotKind::GuidedMissile) {
+        return true;
+    }
+    s.segments.iter().filter(|g| g.t1 >= t0 && g.t0 <= t1).any(|g| {
+        let a = g.start + g.velocity * (t0.max(g.t0) - g.t0);
+        let b = g.start + g.velocity * (t1.min(g.t1) - g.t0);
+        distance_to_segment(p, a, b) <= reach
+    })
+}
+
+fn distance_to_segment(p: Vec3, a: Vec3, b: Vec3) -> f32 {
+    let ab = b - a;
+    let len2 = ab.length_squared();
+    let t = if len2 > 0.0 { ((p - a).dot(ab) / len2).clamp(0.0, 1.0) } else { 0.0 };
+    let d = p.distance(a + ab * t);
+    if d.is_finite() {
+        d
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_near_test_keeps_shots_that_pass_close() {
+        let d = distance_to_segment(Vec3::new(5.0, 3.0, 0.0), Vec3::ZERO, Vec3::new(10.0, 0.0, 0.0));
+        assert!((d - 3.0).abs() < 1e-6);
+        let d = distance_to_segment(Vec3::new(-4.0, 3.0, 0.0), Vec3::ZERO, Vec3::new(10.0, 0.0, 0.0));
+        assert!((d - 5.0).abs() < 1e-6);
+        assert_eq!(distance_to_segment(Vec3::new(1.0, 1.0, 1.0), Vec3::ONE, Vec3::ONE), 0.0);
+        assert_eq!(
+            distance_to_segment(Vec3::splat(f32::NAN), Vec3::ZERO, Vec3::X),
+            0.0,
+            "NaN passes to the exact test"
+        );
+    }
+}

@@ -1,0 +1,422 @@
+//! Bots on a real `bzfs`: the [`BotHost`] running the library's brains and bots written against the public API
+//! only. Every test checks the server's own log for kicks and dropped shots.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bzhead::bot::brains::{self, Capper, Sitter};
+use bzhead::bot::{Bot, BotConfig, BotEvent, BotHost, BotId, BotState, Control, HostConfig, HostEvent, ServerId, View};
+use bzhead::bzflag::consts::{PlayerStatus, Team};
+use bzhead::bzflag::event::Event;
+use bzhead::bzflag::msg::wrap_angle;
+use bzhead::bzflag::play::RemoteTank;
+use bzhead::bzflag::world::TankBox;
+use serde_json::Value;
+
+use crate::support::{run_bzhead, Bzadmin, Bzfs, TempDir};
+
+/// Phrases bzfs logs (at `-d -d`) when it kicks a player, refuses its moves or silently drops a shot.
+pub const BAD: [&str; 12] = [
+    "Kicking",
+    "kicked",
+    "Autokick",
+    "shot lifetime mismatch",
+    "shot over speed",
+    "too far from tank",
+    "duplicated",
+    "out of range",
+    "Player using wrong shots",
+    "out of bounds",
+    "wrong end shots",
+    "moving too fast",
+];
+
+#[track_caller]
+fn assert_clean_log(bzfs: &Bzfs) {
+    let log = bzfs.log();
+    for bad in BAD {
+        assert!(!log.contains(bad), "bzfs logged {bad:?}:\n{log}");
+    }
+}
+
+/// A world with nothing in it but its walls (`size` is the BZW half-size).
+pub fn open_world(dir: &TempDir, size: u32) -> std::path::PathBuf {
+    let path = dir.join("open.bzw");
+    std::fs::write(&path, format!("world\n  size {size}\nend\n")).expect("world file");
+    path
+}
+
+fn world_file(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+/// Runs the host until `done` says so or `limit` passes; panics on a kick or a bot that stops. Returns the
+/// events seen.
+fn run(host: &mut BotHost, bzfs: &Bzfs, limit: Duration, mut done: impl FnMut(&HostEvent) -> bool) -> Vec<HostEvent> {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while start.elapsed() < limit {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        let mut finished = false;
+        while let Some(e) = host.poll_event() {
+            match &e {
+                HostEvent::Bot { event: BotEvent::Stopped { reason }, .. } => {
+                    panic!("a bot stopped: {reason}\n{}", bzfs.log())
+                }
+                HostEvent::Game { event: Event::Kicked { reason }, .. } => panic!("the eye was kicked: {reason}"),
+                _ => {}
+            }
+            finished |= done(&e);
+            seen.push(e);
+        }
+        if finished {
+            break;
+        }
+    }
+    seen
+}
+
+fn leave(host: &mut BotHost) {
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(5));
+}
+
+#[test]
+fn two_hunters_kill_each_other_respawn_and_go_on() {
+    let dir = TempDir::new("bots-hunters");
+    let bzfs = Bzfs::builder().max_shots(3).world(open_world(&dir, 100)).start();
+    let witness = Bzadmin::join("witness", bzfs.addr());
+    let record = dir.join("eye.rec");
+    let mut host = BotHost::new(HostConfig { record: Some(record.clone()), ..HostConfig::default() }).expect("host");
+    let ids: Vec<BotId> = ["hunter1", "hunter2"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let config = BotConfig { callsign: (*name).into(), seed: i as u64 + 1, ..BotConfig::default() };
+            host.add_bot(bzfs.addr(), config, brains::by_name("hunter", i as u64 + 1).expect("hunter"))
+        })
+        .collect();
+    // Three kills, and a spawn after the first death: they respawn and go on.
+    let mut kills = 0;
+    let mut spawns_after_death = 0;
+    let mut died = false;
+    let events = run(&mut host, &bzfs, Duration::from_secs(90), |e| {
+        match e {
+            HostEvent::Bot { event: BotEvent::Killed { .. }, .. } => kills += 1,
+            HostEvent::Bot { event: BotEvent::Died { .. }, .. } => died = true,
+            HostEvent::Bot { event: BotEvent::Spawned { .. }, .. } if died => spawns_after_death += 1,
+            _ => {}
+        }
+        kills >= 3 && spawns_after_death >= 1
+    });
+    assert!(kills >= 3 && spawns_after_death >= 1, "kills {kills}, respawns {spawns_after_death}\n{}", bzfs.log());
+    assert!(witness.wait_for_output("destroyed by", Duration::from_secs(5)), "{}", witness.output());
+    // The scores moved: the server's MsgScore reached the observer link.
+    let game = host.server_game(host.server_of(ids[0]).expect("server")).expect("the eye joined");
+    let wins: u32 = game.players.values().map(|p| u32::from(p.wins)).sum();
+    assert!(wins >= 3, "wins {wins}");
+    let live_kills: Vec<(u8, u8, i16)> = events
+        .iter()
+        .filter_map(|e| match e {
+            HostEvent::Game { event: Event::Kill { victim, killer, shot_id, .. }, .. } => {
+                Some((*victim, *killer, *shot_id))
+            }
+            _ => None,
+        })
+        .collect();
+    leave(&mut host);
+    assert_clean_log(&bzfs);
+    // The observer link's recording replays to the same kills.
+    let (meta, records) = bzhead::record::read_records(&record).expect("recording");
+    let replayed: Vec<(u8, u8, i16)> = bzhead::record::replay(&meta, &records)
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            Event::Kill { victim, killer, shot_id, .. } => Some((victim, killer, shot_id)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        replayed.len() >= live_kills.len() && replayed[..live_kills.len()] == live_kills[..],
+        "{replayed:?} vs {live_kills:?}"
+    );
+}
+
+fn team_wins(out: &str, team: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(out.trim()).ok()?;
+    v["raw"]["teams"].as_array()?.iter().find(|t| t["team"] == team).and_then(|t| t["wins"].as_u64())
+}
+
+#[test]
+fn a_capper_brings_the_enemy_flag_home_and_the_team_score_rises() {
+    let bzfs = Bzfs::builder()
+        .ctf()
+        .max_shots(2)
+        .max_players("0,3,3,0,0,3")
+        .world(world_file("testdata/worlds/ctf-small.bzw"))
+        .start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let capper = host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "capper".into(), team: Team::Red, ..BotConfig::default() },
+        Box::new(Capper::new(7)),
+    );
+    host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "sitter".into(), team: Team::Green, ..BotConfig::default() },
+        Box::new(Sitter),
+    );
+    let before = run_bzhead(["query", "bzflag", "--json", &bzfs.host_port()], Duration::from_secs(10));
+    assert_eq!(team_wins(&before.stdout, "red"), Some(0), "{}", before.describe());
+    let mut captured = false;
+    let started = Instant::now();
+    run(&mut host, &bzfs, Duration::from_secs(150), |e| {
+        if let HostEvent::Bot { bot, event: BotEvent::Captured { .. }, .. } = e {
+            captured |= *bot == capper;
+        }
+        captured
+    });
+    let took = started.elapsed();
+    assert!(captured, "no capture in 150 s: {:?}\n{}", host.status(capper), bzfs.log());
+    eprintln!("capture after {took:?} (joins included)");
+    let after = run_bzhead(["query", "bzflag", "--json", &bzfs.host_port()], Duration::from_secs(10));
+    assert!(team_wins(&after.stdout, "red").is_some_and(|w| w >= 1), "{}", after.describe());
+    leave(&mut host);
+    assert_clean_log(&bzfs);
+}
+
+#[test]
+fn ten_bots_play_two_minutes_without_a_kick_in_walls_or_outside() {
+    let bzfs = Bzfs::builder().jumping().max_shots(3).world(world_file("testdata/bzflag/custom-world.bzw")).start();
+    let mut host =
+        BotHost::new(HostConfig { join_stagger: Duration::from_millis(100), ..HostConfig::default() }).expect("host");
+    let kinds = ["hunter", "hunter", "capper", "defender"];
+    let ids: Vec<BotId> = (0..10)
+        .map(|i| {
+            let kind = kinds[i % kinds.len()];
+            let config = BotConfig { callsign: format!("{kind}{i}"), seed: i as u64 + 11, ..BotConfig::default() };
+            host.add_bot(bzfs.addr(), config, brains::by_name(kind, i as u64 + 11).expect("kind"))
+        })
+        .collect();
+    let server = host.server_of(ids[0]).expect("server");
+    let start = Instant::now();
+    let mut stuck_since: HashMap<BotId, Instant> = HashMap::new();
+    let mut worst_stuck = Duration::ZERO;
+    let mut kills = 0;
+    let mut ticks_checked = 0u64;
+    while start.elapsed() < Duration::from_secs(120) {
+        host.turn(Some(Duration::from_millis(20))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            match e {
+                HostEvent::Bot { event: BotEvent::Stopped { reason }, .. } => {
+                    panic!("stopped: {reason}\n{}", bzfs.log())
+                }
+                HostEvent::Bot { event: BotEvent::Disconnected { reason, .. }, .. } => {
+                    panic!("disconnected: {reason}\n{}", bzfs.log())
+                }
+                HostEvent::Bot { event: BotEvent::Killed { .. }, .. } => kills += 1,
+                _ => {}
+            }
+        }
+        let Some(world) = host.server_world(server) else { continue };
+        let half = world.world_size / 2.0;
+        for &b in &ids {
+            let Some(tank) = host.tank(b) else { continue };
+            if !tank.is_alive() {
+                stuck_since.remove(&b);
+                continue;
+            }
+            ticks_checked += 1;
+            let p = tank.pos;
+            assert!(p.x.abs() < half && p.y.abs() < half && p.z > -1.0, "{b:?} left the world at {p}");
+            let inside = world.tank_collides(&TankBox {
+                pos: p + glam::Vec3::new(0.0, 0.0, 0.05),
+                angle: tank.azimuth,
+                half_length: 2.7,
+                half_width: 1.2,
+                height: 1.8,
+            });
+            assert!(
+                inside.is_none(),
+                "{b:?} is inside {:?} at {p}",
+                inside.and_then(|o| world.obstacle(o)).map(|o| o.kind)
+            );
+            let asked = host.control(b).map_or(0.0, |c| c.speed.abs());
+            if asked > 0.4 && tank.vel.truncate().length() < 0.5 && !tank.status.contains(PlayerStatus::FALLING) {
+                let since = *stuck_since.entry(b).or_insert_with(Instant::now);
+                worst_stuck = worst_stuck.max(since.elapsed());
+            } else {
+                stuck_since.remove(&b);
+            }
+        }
+    }
+    for &b in &ids {
+        let s = host.status(b).expect("status");
+        assert_eq!(s.state, BotState::Joined, "{}: {:?}", s.callsign, s.state);
+        assert!(s.stats.spawns >= 1, "{} never spawned", s.callsign);
+    }
+    eprintln!("10 bots, 120 s: {kills} kills, {ticks_checked} bot-ticks checked, longest jam {worst_stuck:?}");
+    assert!(worst_stuck < Duration::from_secs(5), "a bot was jammed for {worst_stuck:?}");
+    leave(&mut host);
+    assert_clean_log(&bzfs);
+}
+
+/// Drives a fixed programme of lines and arcs (changing controls every 1.5 s).
+struct Driver {
+    started: Option<f32>,
+}
+
+impl Bot for Driver {
+    fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        if !view.me.alive() {
+            return;
+        }
+        let t0 = *self.started.get_or_insert(view.time);
+        let phase = ((view.time - t0) / 1.5) as usize % 6;
+        let (speed, turn) = [(1.0, 0.0), (1.0, 0.5), (0.5, -1.0), (1.0, 0.0), (0.75, 1.0), (-0.5, 0.25)][phase];
+        control.drive(speed, turn);
+    }
+}
+
+/// Watches: stands still.
+struct Still;
+
+impl Bot for Still {
+    fn tick(&mut self, _view: &View<'_>, control: &mut Control) {
+        control.stop();
+    }
+}
+
+#[test]
+fn another_bots_prediction_of_a_driving_bot_stays_within_the_tolerances() {
+    let dir = TempDir::new("bots-reckoning");
+    let bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let driver = host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "driver".into(), team: Team::Red, ..BotConfig::default() },
+        Box::new(Driver { started: None }),
+    );
+    let watcher = host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "watcher".into(), team: Team::Red, ..BotConfig::default() },
+        Box::new(Still),
+    );
+    let server: ServerId = host.server_of(driver).expect("server");
+    let start = Instant::now();
+    let mut samples = 0u32;
+    let (mut worst_pos, mut worst_angle) = (0.0f32, 0.0f32);
+    let mut errors = Vec::new();
+    let mut measured = None;
+    while start.elapsed() < Duration::from_secs(40) && samples < 900 {
+        host.turn(Some(Duration::from_millis(20))).expect("turn");
+        while host.poll_event().is_some() {}
+        let Some(tick) = host.last_tick().filter(|t| Some(*t) != measured) else { continue };
+        measured = Some(tick);
+        // Let the observer link receive what the driver sent at that tick (without running another tick), then
+        // compare its prediction for the tick's time with where the driver really was.
+        let settle = Instant::now() + Duration::from_millis(5);
+        while Instant::now() < settle {
+            host.reactor().turn(Some(settle.saturating_duration_since(Instant::now()))).expect("turn");
+        }
+        if host.last_tick() != Some(tick) {
+            continue;
+        }
+        let (Some(id), Some(tank)) = (host.status(driver).and_then(|s| s.id), host.tank(driver)) else { continue };
+        if host.status(watcher).is_none_or(|s| s.state != BotState::Joined) || !tank.is_alive() {
+            continue;
+        }
+        let Some(game) = host.server_game(server) else { continue };
+        let Some((u, at)) = game.player(id).and_then(|p| p.last_update) else { continue };
+        if !u.status.contains(PlayerStatus::ALIVE) {
+            continue;
+        }
+        let seen = RemoteTank::new(&u, at, &[]).at(tick, -9.8, 0.0, 5.0).pose;
+        samples += 1;
+        let e = (seen.pos - tank.pos).truncate().length();
+        let a = wrap_angle(seen.azimuth - tank.azimuth).abs();
+        errors.push(e);
+        worst_pos = worst_pos.max(e);
+        worst_angle = worst_angle.max(a);
+    }
+    leave(&mut host);
+    assert!(samples > 300, "only {samples} samples\n{}", bzfs.log());
+    errors.sort_by(f32::total_cmp);
+    let median = errors[errors.len() / 2];
+    eprintln!("dead reckoning of a driving bot: {samples} samples, median {median:.4}, worst {worst_pos:.4} units, worst {worst_angle:.4} rad");
+    // The driver sends an update whenever the error exceeds _positionTolerance (0.09 on any axis, so up to
+    // 0.127 in the plane) or _angleTolerance (0.05), checked once per tick: between updates others are at
+    // most one tick's growth of the error beyond that (a few hundredths on these arcs).
+    assert!(worst_pos < 0.09 * std::f32::consts::SQRT_2 + 0.05, "worst {worst_pos}");
+    assert!(worst_angle < 0.05 + 0.01, "worst angle {worst_angle}");
+    assert!(median < 0.09, "median {median}");
+    assert_clean_log(&bzfs);
+}
+
+#[test]
+fn bots_stay_out_when_the_server_disables_them() {
+    let bzfs = Bzfs::builder().args(["-set", "_disableBots", "1"]).start();
+    let out = run_bzhead(["bot", "hunter", "--count", "2", "--for", "20", &bzfs.host_port()], Duration::from_secs(30));
+    assert_eq!(out.code, Some(4), "{}", out.describe());
+    assert!(out.stderr.contains("_disableBots"), "{}", out.describe());
+    assert!(!bzfs.log().contains("hunter1 [") || !bzfs.log().contains("hunter1 [1] has joined"), "{}", bzfs.log());
+}
+
+/// Records every tick the host ran, to check the control surface from a bot written here.
+#[derive(Default)]
+struct Probe {
+    log: Rc<RefCell<Vec<(f32, bool)>>>,
+}
+
+impl Bot for Probe {
+    fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        let mut log = self.log.borrow_mut();
+        log.push((view.time, view.me.alive()));
+        control.drive(0.5, 0.2);
+        if log.iter().filter(|(_, alive)| *alive).count() == 30 {
+            control.say("hello from a probe");
+        }
+    }
+}
+
+#[test]
+fn the_cli_runs_bots_with_json_events_and_leaves_cleanly() {
+    let dir = TempDir::new("bots-cli");
+    let bzfs = Bzfs::builder().world(open_world(&dir, 100)).start();
+    let out = run_bzhead(
+        ["bot", "hunter,capper", "--count", "2", "--for", "6", "--json", &bzfs.host_port()],
+        Duration::from_secs(30),
+    );
+    assert!(out.success(), "{}", out.describe());
+    let lines: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    let joined: Vec<&str> = lines
+        .iter()
+        .filter(|v| v["type"] == "bot" && v["bot_event"] == "joined")
+        .filter_map(|v| v["bot"].as_str())
+        .collect();
+    assert_eq!(joined, vec!["hunter1", "capper2"], "{}", out.stdout);
+    assert!(lines.iter().any(|v| v["type"] == "join"), "the observer's events are there too");
+    assert!(lines.iter().all(|v| v["v"] == 1 && v["t"].is_number()));
+    assert!(bzfs.wait_for_log("hunter1 [", Duration::from_secs(1)));
+    assert!(out.stderr.contains("hunter1: ") && out.stderr.contains("kills"), "a summary per bot:\n{}", out.stderr);
+    // Left cleanly: bzfs saw MsgExit, not a reset.
+    let log = bzfs.log();
+    assert!(!log.contains("ECONNRESET"), "{log}");
+
+    // A bot written in the test drives and chats through the same host.
+    let probe_log = Rc::new(RefCell::new(Vec::new()));
+    let witness = Bzadmin::join("witness", bzfs.addr());
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "probe".into(), ..BotConfig::default() },
+        Box::new(Probe { log: probe_log.clone() }),
+    );
+    run(&mut host, &bzfs, Duration::from_secs(20), |_| probe_log.borrow().iter().filter(|(_, a)| *a).count() > 60);
+    assert!(witness.wait_for_output("hello from a probe", Duration::from_secs(5)), "{}", witness.output());
+    leave(&mut host);
+    let ticks = probe_log.borrow();
+    assert!(ticks.windows(2).all(|w| w[1].0 >= w[0].0), "the clock never goes back");
+    assert_clean_log(&bzfs);
+}
