@@ -105,6 +105,9 @@ pub struct Meta {
     /// World only.
     #[serde(default)]
     pub world_only: bool,
+    /// Lean (relayed updates and shots skipped).
+    #[serde(default)]
+    pub lean: bool,
 }
 
 impl Meta {
@@ -125,6 +128,7 @@ impl Meta {
             udp_timeout_ms: c.udp_timeout.as_millis() as u64,
             query_only: c.query_only,
             world_only: c.world_only,
+            lean: c.lean,
         }
     }
 
@@ -144,6 +148,7 @@ impl Meta {
             udp_timeout: Duration::from_millis(self.udp_timeout_ms),
             query_only: self.query_only,
             world_only: self.world_only,
+            lean: self.lean,
         }
     }
 }

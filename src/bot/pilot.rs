@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use glam::Vec3;
 
+use super::danger::PlayerSet;
 use super::view::TankView;
 use super::{BotEvent, Control};
 use crate::bzflag::consts::{kill_reason, Team};
@@ -59,6 +60,7 @@ pub(crate) struct Shared<'a> {
     pub game: &'a Game,
     pub shots: &'a ShotTracker,
     pub tanks: &'a [TankView],
+    pub paused: &'a PlayerSet,
 }
 
 /// One bot's tank, gun, update rule and flag rules. See the module documentation.
@@ -329,9 +331,8 @@ impl Pilot {
             + self.tank.last_motion.1.length() * dt
             + 2.0;
         let centre = victim.pos + Vec3::new(0.0, 0.0, 0.5 * phys.tank_height);
-        let tanks = sh.tanks;
         let candidates = sh.shots.iter().filter(|s| !s.ended).filter_map(|s| {
-            let c = HitCandidate::over(s, prev, sh.now, tanks.iter().any(|t| t.id == s.shooter && t.paused));
+            let c = HitCandidate::over(s, prev, sh.now, sh.paused.contains(s.shooter));
             near(s, c.t_prev, c.t_now, centre, reach).then_some(c)
         });
         let Some(hit) = check_hits(&victim, candidates, dt, phys) else { return };

@@ -184,6 +184,8 @@ pub struct Game {
     pub game_over: bool,
     /// The last `MsgQueryGame` answer received while joined (team sizes and limits) and when it came.
     pub limits: Option<(QueryGameInfo, Instant)>,
+    /// When expired shots were last dropped.
+    pub(crate) last_prune: Option<Instant>,
 }
 
 impl Game {

@@ -57,6 +57,9 @@ pub struct BotArgs {
     /// Milliseconds between two bots' connects.
     #[arg(long, default_value_t = 200)]
     stagger_ms: u64,
+    /// Least milliseconds between two polls of the network (batching relayed messages saves CPU).
+    #[arg(long, default_value_t = 4.0)]
+    poll_ms: f64,
     /// Keep this many player slots free for humans: bots leave when fewer are free and come back later.
     #[arg(long = "yield", value_name = "SLOTS")]
     yield_slots: Option<u16>,
@@ -127,6 +130,7 @@ pub fn run(a: BotArgs) -> u8 {
     let config = HostConfig {
         tick: Duration::from_secs_f64(1.0 / a.tick_hz),
         join_stagger: Duration::from_millis(a.stagger_ms),
+        poll_interval: Duration::from_secs_f64(a.poll_ms.clamp(0.0, 30.0) / 1000.0),
         shared_eye: !a.no_eye,
         yield_slots: a.yield_slots,
         reconnect: !a.no_reconnect,

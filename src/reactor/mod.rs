@@ -305,6 +305,8 @@ impl Reactor {
         let now = Instant::now();
         let mut ready: Vec<(Token, bool, bool)> =
             self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
+        // Sockets whose peer closed: read them to the end (a short read must not stop before the close).
+        let closed: Vec<Token> = self.events.iter().filter(|e| e.is_read_closed()).map(|e| e.token()).collect();
         ready.extend(self.backlog.drain(..).map(|t| (t, true, false)));
         let mut touched = Vec::new();
         for (token, readable, writable) in ready {
@@ -315,7 +317,7 @@ impl Reactor {
             let Some(&source) = self.sources.get(token.0) else { continue };
             match source {
                 Source::BzTcp(id) => {
-                    self.on_tcp_ready(id.0, now, readable, writable);
+                    self.on_tcp_ready(id.0, now, readable, writable, closed.contains(&token));
                     touched.push(id.0);
                 }
                 Source::BzUdp(id) => {
@@ -379,7 +381,7 @@ impl Reactor {
 
     // ------------------------------------------------------------------ internals
 
-    fn on_tcp_ready(&mut self, key: usize, now: Instant, readable: bool, writable: bool) {
+    fn on_tcp_ready(&mut self, key: usize, now: Instant, readable: bool, writable: bool, peer_closed: bool) {
         let Some(c) = self.conns.get_mut(key) else { return };
         if c.done {
             return;
@@ -454,7 +456,9 @@ impl Reactor {
                             r.record(Kind::TcpIn, now, data);
                         }
                         c.session.handle_tcp(now, data);
-                        if c.session.is_closed() {
+                        // A short read took everything there was; what arrives later raises a new edge, so the
+                        // read that would only say WouldBlock is saved (a recv per ready socket per turn).
+                        if c.session.is_closed() || (n < self.buf.len() && !peer_closed) {
                             break;
                         }
                     }

@@ -147,9 +147,13 @@ impl Driver {
 #[derive(Debug, Clone, Default)]
 pub struct Gunner {
     target: Option<u8>,
+    chosen_at: f32,
     bank: Option<(u8, FiringSolution, f32)>,
     bank_tried: f32,
 }
+
+/// Seconds between two full target choices (in between only the chosen target's solution is recomputed).
+const RECHOOSE: f32 = 0.2;
 
 /// The farthest a target is considered (units; shots fly `_shotSpeed × _reloadTime`, 350 by default).
 fn range(view: &View<'_>) -> f32 {
@@ -172,6 +176,16 @@ impl Gunner {
     /// target unless another is clearly better.
     pub fn choose<'v>(&mut self, view: &View<'v>, prefer: Option<u8>) -> Option<(&'v TankView, FiringSolution)> {
         let me = view.me.tank;
+        // Between full choices, keep the target while it stays a clear shot (one solution per tick, not four).
+        if view.time - self.chosen_at < RECHOOSE && prefer.is_none_or(|p| Some(p) == self.target) {
+            let kept = self.target.and_then(|id| view.tank(id)).filter(|t| t.alive && !t.paused);
+            if let Some(t) = kept {
+                if let Some(sol) = view.lead(t).filter(|s| s.clear && s.reachable && s.hits()) {
+                    return Some((t, sol));
+                }
+            }
+        }
+        self.chosen_at = view.time;
         let reach = range(view);
         let mut best: Option<(&TankView, FiringSolution, f32)> = None;
         let enemies = view.enemies();
@@ -236,13 +250,19 @@ impl Gunner {
         };
     }
 
-    /// Fires, without turning, when a shot at our present heading would hit one of the nearest enemies.
+    /// Fires, without turning, when a shot at our present heading would hit one of the nearest enemies ahead.
     pub fn snap_shot(&self, view: &View<'_>, control: &mut Control) {
         if view.me.reload > 0.0 {
             return;
         }
         let az = view.me.azimuth();
-        for t in view.enemies().into_iter().take(3) {
+        let me = view.me.pos();
+        let reach = range(view);
+        let ahead = |t: &&TankView| {
+            let d = t.pose.pos - me;
+            d.truncate().length() < reach && wrap_angle(d.y.atan2(d.x) - az).abs() < 0.5
+        };
+        for t in view.enemies().into_iter().filter(ahead).take(2) {
             if let Some(sol) = view.lead(t) {
                 if sol.clear && sol.on_target(az) {
                     control.fire = true;

@@ -30,6 +30,9 @@ use super::event::{Event, FlagEvent, QueryPlayer};
 use super::game::Game;
 use super::msg::{datagram_frames, describe_code, Abbv, ClientMsg, FrameBuffer, Message, ServerMsg};
 
+/// How often expired shots are dropped from [`Game::shots`].
+const PRUNE_EVERY: Duration = Duration::from_millis(250);
+
 /// The largest world blob we accept (the biggest real worlds are a few hundred KiB compressed).
 pub const MAX_WORLD_BYTES: usize = 32 * 1024 * 1024;
 
@@ -64,6 +67,11 @@ pub struct SessionConfig {
     pub query_only: bool,
     /// Do not join: fetch (or load) and verify the world, report it, then close (for `bzhead world`).
     pub world_only: bool,
+    /// Once joined, skip other players' updates and shots without parsing them (no [`Event::Update`],
+    /// [`Event::ShotBegin`] or [`Event::ShotEnd`], nothing kept in [`Game::players`]' `last_update` or
+    /// [`Game::shots`]): for a robot whose owner follows the game through another session (the bots' shared
+    /// observer link), so that a hundred robots do not each decode every relay.
+    pub lean: bool,
 }
 
 impl Default for SessionConfig {
@@ -82,6 +90,7 @@ impl Default for SessionConfig {
             udp_timeout: Duration::from_secs(3),
             query_only: false,
             world_only: false,
+            lean: false,
         }
     }
 }
@@ -695,6 +704,15 @@ impl Session {
     }
 
     fn on_frame(&mut self, now: Instant, code: u16, body: &[u8], via_udp: bool) {
+        if self.config.lean
+            && self.state == State::Joined
+            && matches!(
+                code,
+                code::PLAYER_UPDATE | code::PLAYER_UPDATE_SMALL | code::SHOT_BEGIN | code::SHOT_END | code::GM_UPDATE
+            )
+        {
+            return;
+        }
         let msg = match ServerMsg::parse(code, body) {
             Ok(m) => m,
             Err(e) => {
@@ -1039,8 +1057,13 @@ impl Session {
                 self.warn(format!("ignored {} from the server", describe_code(code)));
             }
         }
-        if !via_udp && self.game.shots.len() > 64 {
+        // Expired shots get no message: drop them now and then (not after every message: with hundreds of live
+        // shots and thousands of messages a second that scan was most of a busy client's time).
+        if self.game.shots.len() > 64
+            && self.game.last_prune.is_none_or(|t| now.saturating_duration_since(t) >= PRUNE_EVERY)
+        {
             self.game.prune_shots(now);
+            self.game.last_prune = Some(now);
         }
     }
 

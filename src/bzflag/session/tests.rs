@@ -529,3 +529,58 @@ fn world_only_sessions_close_once_the_world_is_verified() {
     assert_eq!(d.s.world_blob(), Some(CAPTURED_WORLD));
     assert_eq!(d.end_code(), Some(0));
 }
+
+#[test]
+fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
+    for lean in [false, true] {
+        let mut d = Drive::new(SessionConfig { full_join: false, udp: false, lean, ..SessionConfig::default() });
+        d.hello(0);
+        d.send(ServerMsg::Accept { id: 0 });
+        d.send(ServerMsg::AddPlayer {
+            id: 1,
+            player_type: PlayerType::Tank,
+            team: Team::Red,
+            wins: 0,
+            losses: 0,
+            team_kills: 0,
+            callsign: "alice".into(),
+            motto: "".into(),
+        });
+        let u = crate::bzflag::msg::PlayerUpdate {
+            small: false,
+            timestamp: 1.0,
+            id: 1,
+            order: 1,
+            status: PlayerStatus::ALIVE,
+            pos: [3.0, 0.0, 0.0],
+            vel: [0.0; 3],
+            azimuth: 0.0,
+            ang_vel: 0.0,
+            jump_jets: 0.0,
+            phydrv: -1,
+            user_inputs: (0.0, 0.0),
+            sounds: 0,
+        };
+        d.send(ServerMsg::PlayerUpdate(u));
+        let shot = crate::bzflag::msg::FiringInfo {
+            time_sent: 0.0,
+            shooter: 1,
+            shot_id: 0x100,
+            pos: [0.0; 3],
+            vel: [100.0, 0.0, 0.0],
+            dt: 0.0,
+            team: Team::Red,
+            flag: Abbv::NONE,
+            lifetime: 3.5,
+        };
+        d.send(ServerMsg::ShotBegin(shot));
+        d.send(ServerMsg::Killed { victim: 1, killer: 1, reason: 5, shot_id: -1, flag: Abbv::NONE, phydrv: None });
+        let updates = d.events.iter().filter(|e| matches!(e, Event::Update(_) | Event::ShotBegin(_))).count();
+        assert_eq!(updates, if lean { 0 } else { 2 }, "lean {lean}");
+        assert_eq!(d.s.game().player(1).unwrap().last_update.is_none(), lean);
+        assert_eq!(d.s.game().shots.is_empty(), lean);
+        // Everything else still arrives.
+        assert!(d.events.iter().any(|e| matches!(e, Event::Kill { victim: 1, .. })), "lean {lean}");
+        assert_eq!(d.s.warnings(), 0);
+    }
+}
