@@ -954,14 +954,20 @@ impl BotHost {
             self.push_bot(k, now, BotEvent::Yielded { free: free.min(u32::from(u16::MAX)) as u16 });
             return;
         }
-        // Room again: one yielded bot comes back (it takes a slot; the next answer decides about the next one).
+        // Room again: one yielded bot comes back when the team it will land on keeps the reserve after it joined
+        // (it takes a slot; the next answer decides about the next one). With an automatic team bzfs puts it on
+        // the emptiest colour team that is not full, so that is the team to check (every one of them on a tie).
         if total_free > reserve {
+            let auto_free = auto_team_room(&info);
             let back = self
                 .bots
                 .iter()
                 .filter(|(_, b)| b.server == si && b.state == BotState::Yielded && b.session.is_none())
                 .filter(|(_, b)| b.wait_until <= now)
-                .filter(|(_, b)| b.config.team == Team::Automatic || team_free(b.config.team) > reserve)
+                .filter(|(_, b)| match b.config.team {
+                    Team::Automatic => auto_free.is_some_and(|f| f > reserve),
+                    t => team_free(t) > reserve,
+                })
                 .min_by_key(|(_, b)| b.join_order)
                 .map(|(k, _)| k);
             if let Some(k) = back {
@@ -1124,6 +1130,44 @@ impl BotHost {
     }
 }
 
+/// The free slots of the team an automatically teamed player would be put on, before it joins: bzfs's
+/// `autoTeamSelect` narrows the colour teams that take players (maximum above 0) to candidates (all of them while
+/// every one is empty; else the teams that are not full, and when the sizes differ, not the biggest ones, and
+/// not empty ones while a non-empty one is below the biggest, except to make a 1-1 pair), then picks among them
+/// by team score and at random; we take the least room among the candidates. Rogue when no colour team takes
+/// players. `None` when there is no room.
+fn auto_team_room(info: &crate::bzflag::msg::QueryGameInfo) -> Option<u32> {
+    let size = |i: usize| u32::from(info.team_sizes[i]);
+    let room = |i: usize| u32::from(info.team_max[i]).saturating_sub(size(i));
+    let rogue = || (room(0) > 0).then(|| room(0));
+    let mut teams: Vec<usize> = (1..=4).filter(|&i| info.team_max[i] > 0).collect();
+    if teams.is_empty() {
+        return rogue();
+    }
+    teams.sort_by_key(|&i| std::cmp::Reverse(size(i)));
+    let biggest = size(teams[0]);
+    if biggest > 0 {
+        teams.retain(|&i| room(i) > 0);
+        let smallest = teams.last().map(|&i| size(i))?;
+        if smallest < biggest {
+            if biggest == 1 && teams.len() >= 2 && size(teams[1]) == 1 {
+                teams.retain(|&i| size(i) > 0);
+            } else {
+                teams.retain(|&i| size(i) != biggest);
+                if teams.first().is_some_and(|&i| size(i) > 0) {
+                    teams.retain(|&i| size(i) > 0);
+                    let lower = teams.last().map(|&i| size(i))?;
+                    teams.retain(|&i| size(i) == lower);
+                }
+            }
+        }
+    }
+    match teams.iter().map(|&i| room(i)).min() {
+        Some(r) => Some(r),
+        None => rogue(),
+    }
+}
+
 /// 1 s doubling per attempt, at most `max`.
 fn backoff(attempts: u32, max: Duration) -> Duration {
     let secs = 1u64 << attempts.saturating_sub(1).min(16);
@@ -1133,6 +1177,28 @@ fn backoff(attempts: u32, max: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_automatic_team_lands_on_the_emptiest_open_team() {
+        let info = |sizes: [u16; 6], max: [u16; 6]| crate::bzflag::msg::QueryGameInfo {
+            team_sizes: sizes,
+            team_max: max,
+            ..Default::default()
+        };
+        // Red 0/2, green 1/2: a 1-0 game goes to red (the other team), with 2 free.
+        assert_eq!(auto_team_room(&info([0, 0, 1, 0, 0, 1], [0, 2, 2, 0, 0, 3])), Some(2));
+        // A tie: the least room of the tied teams.
+        assert_eq!(auto_team_room(&info([0, 1, 1, 0, 0, 1], [0, 2, 3, 0, 0, 3])), Some(1));
+        // Red full: green.
+        assert_eq!(auto_team_room(&info([0, 2, 1, 0, 0, 0], [0, 2, 4, 0, 0, 3])), Some(3));
+        // Red 2, green 1, blue and purple empty (5 each): bzfs balances green rather than starting a team.
+        assert_eq!(auto_team_room(&info([0, 2, 1, 0, 0, 0], [0, 5, 5, 5, 5, 3])), Some(4));
+        // Every team empty: any of them.
+        assert_eq!(auto_team_room(&info([0, 0, 0, 0, 0, 0], [0, 5, 3, 0, 0, 3])), Some(3));
+        // Only rogues.
+        assert_eq!(auto_team_room(&info([3, 0, 0, 0, 0, 0], [8, 0, 0, 0, 0, 3])), Some(5));
+        assert_eq!(auto_team_room(&info([2, 2, 2, 0, 0, 0], [2, 2, 2, 0, 0, 3])), None);
+    }
 
     #[test]
     fn back_off_doubles_to_its_limit() {

@@ -420,3 +420,85 @@ fn the_cli_runs_bots_with_json_events_and_leaves_cleanly() {
     assert!(ticks.windows(2).all(|w| w[1].0 >= w[0].0), "the clock never goes back");
     assert_clean_log(&bzfs);
 }
+
+#[test]
+fn bots_leave_when_a_human_needs_the_slot_and_come_back_later() {
+    // Two slots per team, red and green: three bots that keep one slot free in each team.
+    let bzfs = Bzfs::builder().max_players("0,2,2,0,0,3").start();
+    let mut host = BotHost::new(HostConfig { yield_slots: Some(1), ..HostConfig::default() }).expect("host");
+    let bots: Vec<BotId> = (0..3)
+        .map(|i| {
+            let config = BotConfig { callsign: format!("filler{i}"), seed: i + 1, ..BotConfig::default() };
+            host.add_bot(bzfs.addr(), config, Box::new(Sitter))
+        })
+        .collect();
+    let count =
+        |host: &BotHost, state: BotState| bots.iter().filter(|b| host.status(**b).unwrap().state == state).count();
+    // One bot per team; the third yields.
+    let mut yielded = 0;
+    run(&mut host, &bzfs, Duration::from_secs(30), |e| {
+        yielded += matches!(e, HostEvent::Bot { event: BotEvent::Yielded { .. }, .. }) as u32;
+        yielded >= 1
+    });
+    assert_eq!(yielded, 1, "{}", bzfs.log());
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_secs(3) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while host.poll_event().is_some() {}
+    }
+    assert_eq!((count(&host, BotState::Joined), count(&host, BotState::Yielded)), (2, 1));
+
+    // A human takes a red slot: the red bot makes room.
+    let human = host
+        .reactor()
+        .add_session(
+            bzfs.addr(),
+            bzhead::bzflag::session::SessionConfig {
+                callsign: "human".into(),
+                team: Team::Red,
+                player_type: bzhead::bzflag::consts::PlayerType::Tank,
+                ..Default::default()
+            },
+            bzhead::reactor::SessionOptions::default(),
+        )
+        .expect("human");
+    let mut human_joined = false;
+    let mut red_yielded = false;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) && !(human_joined && red_yielded) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            match e {
+                HostEvent::Session { session, event: Event::Accept { .. }, .. } if session == human => {
+                    human_joined = true
+                }
+                HostEvent::Session { session, event: Event::Closed { reason, .. }, .. } if session == human => {
+                    panic!("the human could not stay: {reason}\n{}", bzfs.log())
+                }
+                HostEvent::Bot { bot, event: BotEvent::Yielded { .. }, .. } => {
+                    red_yielded |= host.status(bot).is_some_and(|s| s.callsign.starts_with("filler"));
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(human_joined && red_yielded, "human joined {human_joined}, a bot yielded {red_yielded}\n{}", bzfs.log());
+    assert_eq!(count(&host, BotState::Joined), 1);
+
+    // The human leaves: one bot comes back (after the hold), and the reserve holds again.
+    host.reactor().leave(human);
+    let mut back = false;
+    run(&mut host, &bzfs, Duration::from_secs(40), |e| {
+        back |= matches!(e, HostEvent::Bot { event: BotEvent::Joined { .. }, .. });
+        back
+    });
+    assert!(back, "no bot came back\n{}", bzfs.log());
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_secs(3) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while host.poll_event().is_some() {}
+    }
+    assert_eq!(count(&host, BotState::Joined), 2, "two bots play, one slot free per team");
+    leave(&mut host);
+    assert_clean_log(&bzfs);
+}
