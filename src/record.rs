@@ -280,6 +280,11 @@ pub fn parse_records(bytes: &[u8]) -> Result<(Meta, Vec<Record>), RecordError> {
 
 /// Replays a recording through a fresh [`Session`] in virtual time; returns every event with its offset.
 pub fn replay(meta: &Meta, records: &[Record]) -> Vec<(Duration, Event)> {
+    replay_session(meta, records).0
+}
+
+/// [`replay`], also returning the session as it ended (its world, variables and roster).
+pub fn replay_session(meta: &Meta, records: &[Record]) -> (Vec<(Duration, Event)>, Session) {
     let base = Instant::now();
     let mut s = Session::new(meta.config());
     let mut out = Vec::new();
@@ -308,5 +313,5 @@ pub fn replay(meta: &Meta, records: &[Record]) -> Vec<(Duration, Event)> {
             out.push((rec.t, e));
         }
     }
-    out
+    (out, s)
 }

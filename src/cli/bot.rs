@@ -75,6 +75,9 @@ pub struct BotArgs {
     /// Do not reconnect when the server goes away.
     #[arg(long)]
     no_reconnect: bool,
+    /// Record the observer link's traffic to FILE (play it back with `bzhead replay FILE`).
+    #[arg(long, value_name = "FILE")]
+    record: Option<std::path::PathBuf>,
     /// At the end, also print how long the ticks took (percentiles over the last 100,000 ticks).
     #[arg(long)]
     stats: bool,
@@ -134,6 +137,7 @@ pub fn run(a: BotArgs) -> u8 {
         shared_eye: !a.no_eye,
         yield_slots: a.yield_slots,
         reconnect: !a.no_reconnect,
+        record: a.record.clone(),
         ..HostConfig::default()
     };
     let mut host = match BotHost::new(config) {

@@ -502,3 +502,102 @@ fn bots_leave_when_a_human_needs_the_slot_and_come_back_later() {
     leave(&mut host);
     assert_clean_log(&bzfs);
 }
+
+/// Recorded with `bzhead bot hunter --count 2 --for 30 --record testdata/recordings/two-hunters.rec` against a
+/// bzfs on a 120 x 120 world with one box in the middle (`-ms 3`).
+const RECORDED_GAME: &str = "testdata/recordings/two-hunters.rec";
+
+#[test]
+fn recorded_kills_are_found_again_offline_by_our_hit_detection() {
+    use bzhead::bzflag::msg::{FiringInfo, PlayerUpdate};
+    use bzhead::bzflag::play::{check_hits, HitCandidate, LiveShot, Physics, Victim};
+    use bzhead::bzflag::world::{parse_blob, WorldModel};
+
+    let (meta, records) = bzhead::record::read_records(&world_file(RECORDED_GAME)).expect("the recording");
+    let (events, session) = bzhead::record::replay_session(&meta, &records);
+    let world = WorldModel::build(&parse_blob(session.world_blob().expect("world")).expect("blob")).expect("model");
+    let game = session.game();
+    let mut phys = Physics::new(&game.vars, game.settings.as_ref());
+    // The victim judged each hit on its true motion; we only have its motion as others dead-reckoned it, which
+    // may be off by up to _positionTolerance on each axis, plus a frame of its motion: a hit that grazed the
+    // victim may pass just outside it here. That much slack, no more.
+    phys.tank_radius += 0.5;
+
+    let mut teams: HashMap<u8, Team> = HashMap::new();
+    let mut motion: HashMap<u8, Vec<(Duration, PlayerUpdate)>> = HashMap::new();
+    let mut shots: Vec<(Duration, FiringInfo)> = Vec::new();
+    let mut kills = Vec::new();
+    for (t, e) in &events {
+        match e {
+            Event::Join { id, team, .. } => {
+                teams.insert(*id, *team);
+            }
+            Event::Update(u) => motion.entry(u.id).or_default().push((*t, *u)),
+            Event::ShotBegin(f) => shots.push((*t, *f)),
+            Event::Kill { victim, killer, reason_code: 1, shot_id, .. } => kills.push((*t, *victim, *killer, *shot_id)),
+            _ => {}
+        }
+    }
+    assert!(kills.len() >= 3, "{} kills in the recording", kills.len());
+
+    // Where others saw the victim at `t`: its last update received by then, dead-reckoned.
+    let base = Instant::now();
+    let seen = |id: u8, t: Duration| {
+        let (at, u) = motion.get(&id)?.iter().rev().find(|(at, _)| *at <= t)?;
+        Some(RemoteTank::new(u, base + *at, &[]).at(base + t, phys.gravity, 0.0, 5.0).pose)
+    };
+    let dt = Duration::from_micros(16_667);
+    // The first time, from `ts` until `until`, that `info` (received at `ts`) hits `victim` as others saw it.
+    let first_hit = |info: &FiringInfo, ts: Duration, victim: u8, until: Duration| {
+        let shot = LiveShot::new(info, base + ts, &phys, Some(&world));
+        let team = teams.get(&victim).copied().unwrap_or(Team::Rogue);
+        let mut t = ts;
+        while t <= until {
+            if let (Some(a), Some(b)) = (seen(victim, t), seen(victim, t + dt)) {
+                let v = Victim {
+                    id: victim,
+                    team,
+                    flag: Default::default(),
+                    zoned: false,
+                    pos: a.pos,
+                    vel: (b.pos - a.pos) / dt.as_secs_f32(),
+                    azimuth: a.azimuth,
+                    crossing: None,
+                };
+                let c = HitCandidate::over(&shot, base + t, base + t + dt, false);
+                if check_hits(&v, [c], dt.as_secs_f32(), &phys).is_some() {
+                    return Some(t);
+                }
+            }
+            t += dt;
+        }
+        None
+    };
+    // Shots that killed nobody: the detector must find most of them missing (it is no yes-machine).
+    let killing: Vec<(u8, i16)> = kills.iter().map(|k| (k.2, k.3)).collect();
+    let (mut misses, mut grazes) = (0, 0);
+    for (ts, info) in shots.iter().filter(|(_, f)| !killing.contains(&(f.shooter, f.shot_id as i16))) {
+        let Some(&other) = motion.keys().find(|id| **id != info.shooter) else { continue };
+        // Until the other tank next died (a dead tank is no target), or the shot's life is over.
+        let until = kills.iter().find(|k| k.1 == other && k.0 > *ts).map_or(*ts + Duration::from_secs(4), |k| k.0);
+        match first_hit(info, *ts, other, until) {
+            Some(_) => grazes += 1,
+            None => misses += 1,
+        }
+    }
+    eprintln!("{} shot kills found again; of the other shots {misses} miss and {grazes} graze", kills.len());
+    assert!(misses > 0 && grazes <= misses, "{misses} misses, {grazes} grazes among the shots that killed nobody");
+    for (tk, victim, killer, shot_id) in kills.iter().copied() {
+        let (ts, info) = shots
+            .iter()
+            .rev()
+            .find(|(ts, f)| *ts <= tk && f.shooter == killer && f.shot_id == shot_id as u16)
+            .copied()
+            .unwrap_or_else(|| panic!("no shot {shot_id:#x} of {killer} before the kill at {tk:?}"));
+        let found = first_hit(&info, ts, victim, tk + Duration::from_millis(100));
+        let at =
+            found.unwrap_or_else(|| panic!("shot {shot_id:#x} of {killer} never hits {victim} (killed at {tk:?})"));
+        // The victim decided on its true state, we on what others saw of it: the same hit, within a few frames.
+        assert!(tk.saturating_sub(at) < Duration::from_millis(250), "hit found at {at:?}, reported at {tk:?}");
+    }
+}

@@ -21,6 +21,7 @@ pub struct Hunter {
     weave: f32,
     weave_until: f32,
     roam: Option<Vec2>,
+    backing_until: f32,
     was_alive: bool,
 }
 
@@ -34,6 +35,7 @@ impl Hunter {
             weave: 1.0,
             weave_until: 0.0,
             roam: None,
+            backing_until: 0.0,
             was_alive: false,
         }
     }
@@ -67,8 +69,12 @@ impl Hunter {
                 [-0.5, 0.5, 1.0][(self.rng.unit() * 3.0) as usize % 3]
             };
         }
-        let speed = if self.weave > 0.0 && !road_clear(view, 12.0) { -0.25 } else { self.weave };
-        control.speed = speed;
+        // The way ahead blocked (a wall, a building): back off for a while. Held, because the test itself flips
+        // as the tank moves a few tenths back and forth, which would change the controls every tick.
+        if self.weave > 0.0 && view.time >= self.backing_until && !road_clear(view, 12.0) {
+            self.backing_until = view.time + 0.8;
+        }
+        control.speed = if view.time < self.backing_until { -0.4 } else { self.weave };
         self.driver.watch_progress(view, control);
         true
     }
