@@ -250,6 +250,20 @@ impl Gunner {
         };
     }
 
+    /// With a Shock Wave (which has no firing solution: it is a sphere growing around us to `_shockOutRadius`):
+    /// fires when an enemy is well inside its reach, and returns true while we carry it.
+    pub fn shock_wave(&self, view: &View<'_>, control: &mut Control) -> bool {
+        if view.me.tank.flag != crate::bzflag::play::physics::flag::SHOCK_WAVE {
+            return false;
+        }
+        let reach = 0.8 * view.phys.shock_out_radius;
+        let me = view.me.pos();
+        if view.me.reload == 0.0 && view.enemies().first().is_some_and(|t| t.pose.pos.distance(me) < reach) {
+            control.fire = true;
+        }
+        true
+    }
+
     /// Fires, without turning, when a shot at our present heading would hit one of the nearest enemies ahead.
     pub fn snap_shot(&self, view: &View<'_>, control: &mut Control) {
         if view.me.reload > 0.0 {

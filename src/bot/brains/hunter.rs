@@ -43,6 +43,10 @@ impl Hunter {
     /// One tick of fighting: returns false when there was nobody to fight (the caller then moves on its own).
     pub fn fight(&mut self, view: &View<'_>, control: &mut Control, prefer: Option<u8>) -> bool {
         let dodging = evade(view, control);
+        // A Shock Wave has no solution to aim at: close in (seek) and set it off when someone is inside.
+        if self.gunner.shock_wave(view, control) {
+            return dodging;
+        }
         let chosen = self.gunner.choose(view, prefer).or_else(|| self.gunner.bank(view));
         let Some((target, sol)) = chosen else {
             if dodging {
