@@ -21,21 +21,31 @@ import argparse, os, queue, re, socket, statistics, subprocess, threading, time
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def free_port():
+    """A port free for both TCP and UDP (bzfs needs both), whose low byte bzfs accepts."""
     while True:
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            u.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        finally:
+            s.close(); u.close()
         if p & 0xff >= 4:
             return p
 
-def wait_listen(port, timeout=15):
+def wait_listen(proc, port, timeout=15):
     end = time.time() + timeout
     while time.time() < end:
+        if proc.poll() is not None:
+            return False
         try:
             u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(0.2)
             u.sendto(b"\x00\x02\x04\x04\x00\x00", ("127.0.0.1", port))
-            u.recvfrom(100); u.close(); return
+            u.recvfrom(100); u.close(); return True
         except OSError:
             time.sleep(0.05)
-    raise SystemExit("bzfs did not come up")
+    return False
 
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
@@ -43,11 +53,15 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 def start_bzfs(args):
-    port = free_port()
-    p = subprocess.Popen(["/usr/games/bzfs", "-i", "127.0.0.1", "-p", str(port)] + args,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_listen(port)
-    return p, f"127.0.0.1:{port}"
+    """A bzfs on a fresh port; tries another port when the first is taken meanwhile (a busy machine)."""
+    for _ in range(5):
+        port = free_port()
+        p = subprocess.Popen(["/usr/games/bzfs", "-i", "127.0.0.1", "-p", str(port)] + args,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if wait_listen(p, port):
+            return p, f"127.0.0.1:{port}"
+        p.kill(); p.wait()
+    raise SystemExit(f"bzfs {' '.join(args)} did not come up")
 
 class Lines:
     """Collects a process's stdout lines on a thread."""

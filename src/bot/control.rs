@@ -22,6 +22,9 @@ pub struct Control {
     pub fire: bool,
     /// Drop the flag this tick (refused for sticky flags, as the official client refuses).
     pub drop_flag: bool,
+    /// The player we aim at: a guided missile fired now locks on it (`MsgGMUpdate`), as the official client's
+    /// lock does.
+    pub target: Option<u8>,
     /// Grab flags the tank drives over, like the official client (default on). Our own team's flag is never
     /// grabbed: carrying it onto another team's base would capture it and kill our own team.
     pub grab: bool,
@@ -30,7 +33,16 @@ pub struct Control {
 
 impl Default for Control {
     fn default() -> Self {
-        Control { speed: 0.0, turn: 0.0, jump: false, fire: false, drop_flag: false, grab: true, chat: Vec::new() }
+        Control {
+            speed: 0.0,
+            turn: 0.0,
+            jump: false,
+            fire: false,
+            drop_flag: false,
+            target: None,
+            grab: true,
+            chat: Vec::new(),
+        }
     }
 }
 

@@ -444,6 +444,11 @@ impl BotHost {
         self.tick_us.iter().copied().collect()
     }
 
+    /// Seconds since the host started at `at`: the clock of [`View::time`] and of our player updates' timestamps.
+    pub fn clock(&self, at: Instant) -> f32 {
+        at.saturating_duration_since(self.epoch).as_secs_f32()
+    }
+
     /// The time of the last tick (every bot's tank has been stepped to it).
     pub fn last_tick(&self) -> Option<Instant> {
         self.last_tick

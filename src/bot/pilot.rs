@@ -229,7 +229,7 @@ impl Pilot {
         self.last_step = Some(now);
         let Some(me) = self.me else { return };
         let (phys, world, clock) = (sh.phys, sh.world, sh.clock);
-        let Control { speed, turn, jump, fire, drop_flag: drop, grab, .. } = *control;
+        let Control { speed, turn, jump, fire, drop_flag: drop, grab, target, .. } = *control;
         let fire = fire && may_fire;
 
         if self.tank.location == Location::Dead && self.alive_sent.is_none_or(|t| clock - t > ALIVE_REPEAT) {
@@ -298,6 +298,14 @@ impl Pilot {
                     self.credit.record(&shot, self.tank.flag);
                     self.out.push(shot);
                     self.stats.shots += 1;
+                    // A guided missile locks on our target at once (GuidedMissileStrategy sends the update when
+                    // the lock changes): every client then steers it towards that tank.
+                    if let Some(t) = target.filter(|_| ShotKind::of(info.flag) == ShotKind::GuidedMissile) {
+                        let missile = LiveShot::new(&info, now, phys, Some(world));
+                        if let Some(m) = missile.gm_update(t, phys) {
+                            self.out.push(m);
+                        }
+                    }
                 }
             }
         }

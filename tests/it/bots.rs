@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::support::{run_bzhead, Bzadmin, Bzfs, TempDir};
 
 /// Phrases bzfs logs (at `-d -d`) when it kicks a player, refuses its moves or silently drops a shot.
-pub const BAD: [&str; 12] = [
+pub const BAD: [&str; 13] = [
     "Kicking",
     "kicked",
     "Autokick",
@@ -31,6 +31,7 @@ pub const BAD: [&str; 12] = [
     "out of bounds",
     "wrong end shots",
     "moving too fast",
+    "playerid mismatch",
 ];
 
 #[track_caller]
@@ -305,11 +306,12 @@ fn another_bots_prediction_of_a_driving_bot_stays_within_the_tolerances() {
     );
     let server: ServerId = host.server_of(driver).expect("server");
     let start = Instant::now();
-    let mut samples = 0u32;
-    let (mut worst_pos, mut worst_angle) = (0.0f32, 0.0f32);
-    let mut errors = Vec::new();
+    let mut model = Vec::new();
+    let mut received = Vec::new();
+    let mut worst_angle = 0.0f32;
     let mut measured = None;
-    while start.elapsed() < Duration::from_secs(40) && samples < 900 {
+    let mut late = 0;
+    while start.elapsed() < Duration::from_secs(40) && model.len() < 900 {
         host.turn(Some(Duration::from_millis(20))).expect("turn");
         while host.poll_event().is_some() {}
         let Some(tick) = host.last_tick().filter(|t| Some(*t) != measured) else { continue };
@@ -332,25 +334,57 @@ fn another_bots_prediction_of_a_driving_bot_stays_within_the_tolerances() {
         if !u.status.contains(PlayerStatus::ALIVE) {
             continue;
         }
-        let seen = RemoteTank::new(&u, at, &[]).at(tick, -9.8, 0.0, 5.0).pose;
-        samples += 1;
-        let e = (seen.pos - tank.pos).truncate().length();
-        let a = wrap_angle(seen.azimuth - tank.azimuth).abs();
-        errors.push(e);
-        worst_pos = worst_pos.max(e);
-        worst_angle = worst_angle.max(a);
+        let r = RemoteTank::new(&u, at, &[]);
+        // What the observer really saw: reckoned from when the update arrived (network latency included).
+        let seen = r.at(tick, -9.8, 0.0, 5.0).pose;
+        received.push((seen.pos - tank.pos).truncate().length());
+        // The model needs the driver's newest update (its order is the number of updates it built): a busy
+        // machine may deliver it late.
+        if host.status(driver).is_none_or(|s| s.stats.updates as i32 != u.order) {
+            late += 1;
+            continue;
+        }
+        // The model: the newest update, reckoned from when it was sent (its timestamp is the host's clock).
+        let since_sent = (host.clock(tick) - u.timestamp).max(0.0);
+        let predicted = r.reckoning.at(since_sent, -9.8, 0.0);
+        model.push((predicted.pos - tank.pos).truncate().length());
+        worst_angle = worst_angle.max(wrap_angle(predicted.azimuth - tank.azimuth).abs());
     }
     leave(&mut host);
-    assert!(samples > 300, "only {samples} samples\n{}", bzfs.log());
-    errors.sort_by(f32::total_cmp);
-    let median = errors[errors.len() / 2];
-    eprintln!("dead reckoning of a driving bot: {samples} samples, median {median:.4}, worst {worst_pos:.4} units, worst {worst_angle:.4} rad");
+    assert!(
+        model.len() > 300,
+        "only {} samples ({late} with the newest update still on its way)\n{}",
+        model.len(),
+        bzfs.log()
+    );
+    for v in [&mut model, &mut received] {
+        v.sort_by(f32::total_cmp);
+    }
+    let pct = |v: &[f32], q: f64| v[((v.len() - 1) as f64 * q) as usize];
+    eprintln!(
+        "dead reckoning of a driving bot, {} samples: between updates (from the send time) median {:.4}, p99 {:.4}, \
+         worst {:.4} units, worst {:.4} rad; as received (with the network's latency) median {:.4}, p99 {:.4}, worst \
+         {:.4}; {late} ticks had the newest update still on its way",
+        model.len(),
+        pct(&model, 0.5),
+        pct(&model, 0.99),
+        pct(&model, 1.0),
+        worst_angle,
+        pct(&received, 0.5),
+        pct(&received, 0.99),
+        pct(&received, 1.0)
+    );
     // The driver sends an update whenever the error exceeds _positionTolerance (0.09 on any axis, so up to
-    // 0.127 in the plane) or _angleTolerance (0.05), checked once per tick: between updates others are at
-    // most one tick's growth of the error beyond that (a few hundredths on these arcs).
-    assert!(worst_pos < 0.09 * std::f32::consts::SQRT_2 + 0.05, "worst {worst_pos}");
-    assert!(worst_angle < 0.05 + 0.01, "worst angle {worst_angle}");
-    assert!(median < 0.09, "median {median}");
+    // 0.127 in the plane) or _angleTolerance (0.05), checked once per tick, and (like the official client) at
+    // most 30 a second: nearly always the prediction is within the tolerance, a few hundredths beyond it when the
+    // error grew within a tick; only when an update went out just before does a crossing wait one more tick (at
+    // worst a tick of the largest change of speed: 1.5 x 25 u/s / 30).
+    let tolerance = 0.09 * std::f32::consts::SQRT_2;
+    assert!(pct(&model, 0.99) < tolerance + 0.02, "p99 {}", pct(&model, 0.99));
+    assert!(pct(&model, 1.0) < 1.5 * 25.0 / 30.0, "worst {}", pct(&model, 1.0));
+    assert!(worst_angle < 0.05 + 0.785 / 30.0, "worst angle {worst_angle}");
+    // On loopback the updates arrive within milliseconds; a busy machine may hold one back a little.
+    assert!(pct(&received, 0.5) < 0.09, "median as received {}", pct(&received, 0.5));
     assert_clean_log(&bzfs);
 }
 
@@ -600,4 +634,67 @@ fn recorded_kills_are_found_again_offline_by_our_hit_detection() {
         // The victim decided on its true state, we on what others saw of it: the same hit, within a few frames.
         assert!(tk.saturating_sub(at) < Duration::from_millis(250), "hit found at {at:?}, reported at {tk:?}");
     }
+}
+
+/// Fetches the nearest loose flag first (every flag is a guided missile in this test), then hunts.
+struct FlagFirst {
+    hunter: brains::Hunter,
+    driver: brains::common::Driver,
+}
+
+impl Bot for FlagFirst {
+    fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        let me = view.me.pos();
+        let loose = view
+            .flags()
+            .filter(|f| f.status == bzhead::bzflag::consts::FlagStatus::OnGround)
+            .min_by(|a, b| a.pos.distance_squared(me).total_cmp(&b.pos.distance_squared(me)));
+        match loose {
+            Some(f) if view.me.alive() && view.me.tank.flag.is_none() => {
+                self.driver.drive_to(view, f.pos.truncate(), control);
+            }
+            _ => self.hunter.tick(view, control),
+        }
+    }
+}
+
+#[test]
+fn a_guided_missile_locks_on_the_hunters_target() {
+    let dir = TempDir::new("bots-gm");
+    let bzfs = Bzfs::builder().max_shots(3).arg("+f").arg("GM{40}").world(open_world(&dir, 80)).start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let ids: Vec<BotId> = (0..2)
+        .map(|i| {
+            let config = BotConfig { callsign: format!("gm{i}"), seed: i + 3, ..BotConfig::default() };
+            let bot = FlagFirst { hunter: brains::Hunter::new(i + 3), driver: brains::common::Driver::default() };
+            host.add_bot(bzfs.addr(), config, Box::new(bot))
+        })
+        .collect();
+    let server = host.server_of(ids[0]).expect("server");
+    let start = Instant::now();
+    let mut locked = None;
+    while start.elapsed() < Duration::from_secs(60) && locked.is_none() {
+        host.turn(Some(Duration::from_millis(20))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Bot { event: BotEvent::Stopped { reason }, .. } = e {
+                panic!("{reason}\n{}", bzfs.log());
+            }
+        }
+        let ours: Vec<u8> = ids.iter().filter_map(|b| host.status(*b).and_then(|s| s.id)).collect();
+        if let Some(game) = host.server_game(server) {
+            locked = game
+                .shots
+                .values()
+                .filter(|s| ours.contains(&s.info.shooter) && s.info.flag.as_string() == "GM")
+                .find_map(|s| s.gm_update.map(|(_, _, target)| (s.info.shooter, target)));
+        }
+    }
+    let (shooter, target) = locked.unwrap_or_else(|| panic!("no locked missile in 60 s\n{}", bzfs.log()));
+    assert_ne!(shooter, target);
+    assert!(
+        host.bot_ids().iter().any(|b| host.status(*b).and_then(|s| s.id) == Some(target)),
+        "locked on the other bot"
+    );
+    leave(&mut host);
+    assert_clean_log(&bzfs);
 }

@@ -66,8 +66,7 @@ impl Bot for Capper {
         let carried_team = team_of_flag(carrying);
 
         // An enemy flag in hand: home.
-        if let Some(t) = carried_team.filter(|t| *t != my_team) {
-            let _ = t;
+        if carried_team.is_some_and(|t| t != my_team) {
             let home = view.bases(my_team).next().map(|b| b.pos.truncate());
             if !evade(view, control) {
                 match home {

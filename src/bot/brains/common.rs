@@ -236,6 +236,7 @@ impl Gunner {
     pub fn lay(&self, view: &View<'_>, target: &TankView, sol: &FiringSolution, control: &mut Control) {
         let err = wrap_angle(sol.azimuth - view.me.azimuth());
         control.turn = turn_towards(view, err);
+        control.target = Some(target.id);
         if view.me.reload > 0.0 {
             return;
         }

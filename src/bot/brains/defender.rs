@@ -7,7 +7,7 @@
 
 use glam::Vec2;
 
-use super::common::{Driver, Rng};
+use super::common::{Driver, Gunner, Rng};
 use super::hunter::Hunter;
 use crate::bot::{Bot, Control, GameType, View};
 
@@ -19,6 +19,7 @@ pub const GUARD_RADIUS: f32 = 120.0;
 pub struct Defender {
     hunter: Hunter,
     driver: Driver,
+    gunner: Gunner,
     rng: Rng,
     patrol: Option<Vec2>,
     was_alive: bool,
@@ -30,6 +31,7 @@ impl Defender {
         Defender {
             hunter: Hunter::new(seed),
             driver: Driver::default(),
+            gunner: Gunner::default(),
             rng: Rng::new(seed ^ 0xdef),
             patrol: None,
             was_alive: false,
@@ -100,12 +102,6 @@ impl Bot for Defender {
             }
             None => control.stop(),
         }
-        self.hunter_snap(view, control);
-    }
-}
-
-impl Defender {
-    fn hunter_snap(&mut self, view: &View<'_>, control: &mut Control) {
-        super::common::Gunner::default().snap_shot(view, control);
+        self.gunner.snap_shot(view, control);
     }
 }

@@ -4,13 +4,28 @@
 //! target with a clear shot ([`Gunner::choose`]: nearest few enemies, least time to turn and fly), turn to its
 //! firing solution and fire when the real shot at our heading meets its predicted line or arc, while weaving
 //! (changing speed every second or two, so that our own motion is hard to predict) at a distance band; with no
-//! clear shot, try a bank shot off walls now and then, and drive along a planned path towards the nearest enemy
-//! (or roam the map when there is none), firing snap shots on the way.
+//! clear shot, try a bank shot off walls now and then, fetch a loose flag within [`FLAG_DETOUR`] units when
+//! carrying none (it may be a good one: a guided missile, rapid fire, a laser ...; a bad one is dropped when the
+//! server allows), else drive along a planned path towards the nearest enemy (or roam the map when there is
+//! none), firing snap shots on the way. A Shock Wave is set off when an enemy is inside its reach.
 
 use glam::Vec2;
 
 use super::common::{evade, road_clear, Driver, Gunner, Rng};
 use crate::bot::{Bot, Control, View};
+use crate::bzflag::consts::FlagStatus;
+use crate::bzflag::msg::Abbv;
+use crate::bzflag::play::physics::flag;
+
+/// A loose flag this close is worth a detour when there is no clear shot.
+pub const FLAG_DETOUR: f32 = 60.0;
+
+/// The bad flags (`FlagBad` in the official flag list): they hinder their carrier. The pilot drops one only when
+/// the server lets it (bad flags are sticky unless shaking is on).
+pub fn is_bad(f: Abbv) -> bool {
+    const BAD: [&str; 14] = ["B", "BY", "CB", "FO", "JM", "LT", "M", "NJ", "O", "RC", "RO", "RT", "TR", "WA"];
+    !f.is_none() && BAD.contains(&f.as_string().as_str())
+}
 
 /// See the module documentation.
 #[derive(Debug, Clone)]
@@ -22,6 +37,7 @@ pub struct Hunter {
     weave_until: f32,
     roam: Option<Vec2>,
     backing_until: f32,
+    dropped_at: f32,
     was_alive: bool,
 }
 
@@ -36,6 +52,7 @@ impl Hunter {
             weave_until: 0.0,
             roam: None,
             backing_until: 0.0,
+            dropped_at: -1.0e9,
             was_alive: false,
         }
     }
@@ -48,6 +65,18 @@ impl Hunter {
             return dodging;
         }
         let chosen = self.gunner.choose(view, prefer).or_else(|| self.gunner.bank(view));
+        // A guided missile is harmless for its first `_gmActivationTime`: a target too close has no solution, so
+        // face it and back off until the range opens.
+        if chosen.is_none() && view.me.tank.flag == flag::GUIDED_MISSILE && !dodging {
+            let min_range = 1.3 * view.phys.shot_speed * view.phys.gm_activation_time;
+            if let Some(t) = view.enemies().first().filter(|t| t.pose.pos.distance(view.me.pos()) < min_range) {
+                let d = t.pose.pos - view.me.pos();
+                let err = crate::bzflag::msg::wrap_angle(d.y.atan2(d.x) - view.me.azimuth());
+                control.drive(-0.5, super::common::turn_towards(view, err));
+                self.driver.watch_progress(view, control);
+                return true;
+            }
+        }
         let Some((target, sol)) = chosen else {
             if dodging {
                 self.gunner.snap_shot(view, control);
@@ -83,8 +112,26 @@ impl Hunter {
         true
     }
 
-    /// Drives towards the nearest enemy (or a random place), firing snap shots on the way.
+    /// Drives towards a loose flag nearby while we carry none (it may be a good one), else towards the nearest
+    /// enemy (or a random place), firing snap shots on the way. A bad flag we are allowed to drop is dropped.
     pub fn seek(&mut self, view: &View<'_>, control: &mut Control) {
+        let me = view.me.pos();
+        let carrying = view.me.tank.flag;
+        if is_bad(carrying) {
+            control.drop_flag = true;
+            self.dropped_at = view.time;
+        }
+        control.grab = view.time - self.dropped_at > 3.0;
+        let loose = view
+            .flags()
+            .filter(|f| f.status == FlagStatus::OnGround && f.team.is_none() && f.pos.z.abs() < 0.1)
+            .filter(|f| f.pos.distance(me) < FLAG_DETOUR)
+            .min_by(|a, b| a.pos.distance_squared(me).total_cmp(&b.pos.distance_squared(me)));
+        if let Some(f) = loose.filter(|_| carrying.is_none() && control.grab) {
+            self.driver.drive_to(view, f.pos.truncate(), control);
+            self.gunner.snap_shot(view, control);
+            return;
+        }
         let goal = match view.enemies().first() {
             Some(t) => t.pose.pos.truncate(),
             None => {
