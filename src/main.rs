@@ -110,6 +110,10 @@ struct ObserveArgs {
     /// Seconds allowed from the hello to being accepted (world download included).
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     join_timeout: f64,
+    /// Once in the game, leave with exit code 6 when the server sends nothing for this many seconds (it sends an
+    /// observer the game time at least every 10 s); 0 never.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    idle_timeout: f64,
 }
 
 #[derive(Subcommand)]
@@ -207,6 +211,7 @@ fn observe(a: ObserveArgs) -> u8 {
         full_join: !a.no_world,
         hello_timeout: secs(a.hello_timeout),
         join_timeout: secs(a.join_timeout),
+        idle_timeout: (a.idle_timeout.is_finite() && a.idle_timeout > 0.0).then(|| secs(a.idle_timeout)),
         ..SessionConfig::default()
     };
     let mut reactor = match Reactor::new() {

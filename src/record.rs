@@ -108,6 +108,9 @@ pub struct Meta {
     /// Lean (relayed updates and shots skipped).
     #[serde(default)]
     pub lean: bool,
+    /// Idle limit once joined (ms).
+    #[serde(default)]
+    pub idle_timeout_ms: Option<u64>,
 }
 
 impl Meta {
@@ -129,6 +132,7 @@ impl Meta {
             query_only: c.query_only,
             world_only: c.world_only,
             lean: c.lean,
+            idle_timeout_ms: c.idle_timeout.map(|d| d.as_millis() as u64),
         }
     }
 
@@ -149,6 +153,7 @@ impl Meta {
             query_only: self.query_only,
             world_only: self.world_only,
             lean: self.lean,
+            idle_timeout: self.idle_timeout_ms.map(Duration::from_millis),
         }
     }
 }

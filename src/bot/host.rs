@@ -259,6 +259,8 @@ const MAX_PENDING: usize = 256;
 const STABLE: Duration = Duration::from_secs(30);
 /// How often the eye asks for team sizes when yielding is on (besides after every join and leave).
 const LIMITS_EVERY: Duration = Duration::from_secs(10);
+/// The observer link ends (and reconnects) when the server sends it nothing for this long.
+const EYE_IDLE: Duration = Duration::from_secs(30);
 /// A bot that yielded comes back no sooner than this.
 const YIELD_HOLD: Duration = Duration::from_secs(10);
 
@@ -598,6 +600,8 @@ impl BotHost {
             motto: "bzhead bots' observer".into(),
             team: Team::Observer,
             player_type: PlayerType::Tank,
+            // bzfs sends an observer the game time at least every 10 s: a silent server is gone, reconnect.
+            idle_timeout: Some(EYE_IDLE),
             ..SessionConfig::default()
         };
         let record = self.config.record.as_ref().map(|p| {

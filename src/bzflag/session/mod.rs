@@ -67,6 +67,9 @@ pub struct SessionConfig {
     pub query_only: bool,
     /// Do not join: fetch (or load) and verify the world, report it, then close (for `bzhead world`).
     pub world_only: bool,
+    /// Once joined, end the session ([`SessionEnd::Timeout`]) when the server sends nothing for this long
+    /// (`None`: never; see [`Session::set_idle_timeout`]).
+    pub idle_timeout: Option<Duration>,
     /// Once joined, skip other players' updates and shots without parsing them (no [`Event::Update`],
     /// [`Event::ShotBegin`] or [`Event::ShotEnd`], nothing kept in [`Game::players`]' `last_update` or
     /// [`Game::shots`]): for a robot whose owner follows the game through another session (the bots' shared
@@ -90,6 +93,7 @@ impl Default for SessionConfig {
             udp_timeout: Duration::from_secs(3),
             query_only: false,
             world_only: false,
+            idle_timeout: None,
             lean: false,
         }
     }
@@ -248,9 +252,13 @@ enum Timer {
     Hello,
     Join,
     UdpRetry,
+    Idle,
 }
 
-const TIMERS: usize = 3;
+const TIMERS: usize = 4;
+
+/// How a session that ends because the server went quiet describes the step ([`SessionEnd::Timeout`]).
+pub const IDLE_TIMEOUT_DURING: &str = "the game (the server stopped sending: no message within the idle limit)";
 
 /// The BZFlag session engine. See the module documentation.
 #[derive(Debug)]
@@ -273,6 +281,10 @@ pub struct Session {
     leaving: bool,
     warnings: u64,
     query: Option<QueryAnswer>,
+    /// See [`Session::set_idle_timeout`].
+    idle_timeout: Option<Duration>,
+    /// When the last whole message arrived (TCP or UDP).
+    last_heard: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -286,6 +298,7 @@ struct QueryAnswer {
 impl Session {
     /// A session that is about to connect.
     pub fn new(config: SessionConfig) -> Session {
+        let idle_timeout = config.idle_timeout;
         Session {
             config,
             state: State::Connecting,
@@ -305,6 +318,8 @@ impl Session {
             leaving: false,
             warnings: 0,
             query: None,
+            idle_timeout,
+            last_heard: None,
         }
     }
 
@@ -496,6 +511,7 @@ impl Session {
                             self.close(SessionEnd::Timeout { during });
                         }
                     }
+                    x if x == Timer::Idle as usize => self.on_idle_timer(now),
                     _ => self.on_udp_retry(now),
                 }
             }
@@ -537,6 +553,23 @@ impl Session {
             self.transmits.push_back(Transmit { channel: Channel::Udp, bytes });
         } else {
             self.transmits.push_back(Transmit { channel: Channel::Tcp, bytes });
+        }
+    }
+
+    /// Once joined, end the session ([`SessionEnd::Timeout`], exit code 6) when no whole message arrives from the
+    /// server for `limit` (`None`, the default: never). `bzfs` sends every joined human player, observers
+    /// included, `MsgGameTime` at least every 10 s (and `MsgLagPing` every 10 s), so a few times that tells a
+    /// server that stopped answering from a quiet game. Robot players may get nothing at all in a quiet game:
+    /// leave it off for them. A server that drips a byte now and then without completing a message is caught
+    /// too.
+    pub fn set_idle_timeout(&mut self, now: Instant, limit: Option<Duration>) {
+        self.idle_timeout = limit;
+        match limit {
+            Some(l) if self.state == State::Joined => {
+                let from = self.last_heard.unwrap_or(now);
+                self.set_timer(Timer::Idle, from + l);
+            }
+            _ => self.timers[Timer::Idle as usize] = None,
         }
     }
 
@@ -662,6 +695,18 @@ impl Session {
         }
     }
 
+    /// The idle timer is not moved on every message (a flood would re-arm it thousands of times a second): it
+    /// fires at the old deadline and is put off to `last_heard + limit` when something arrived meanwhile.
+    fn on_idle_timer(&mut self, now: Instant) {
+        let (Some(limit), State::Joined) = (self.idle_timeout, self.state) else { return };
+        let due = self.last_heard.unwrap_or(now) + limit;
+        if due <= now {
+            self.close(SessionEnd::Timeout { during: IDLE_TIMEOUT_DURING });
+        } else {
+            self.set_timer(Timer::Idle, due);
+        }
+    }
+
     fn udp_retry_interval(&self) -> Duration {
         self.config.udp_timeout / 3
     }
@@ -704,6 +749,7 @@ impl Session {
     }
 
     fn on_frame(&mut self, now: Instant, code: u16, body: &[u8], via_udp: bool) {
+        self.last_heard = Some(now);
         if self.config.lean
             && self.state == State::Joined
             && matches!(
@@ -807,6 +853,9 @@ impl Session {
                 if self.state == State::AwaitAccept {
                     self.state = State::Joined;
                     self.timers[Timer::Join as usize] = None;
+                    if let Some(l) = self.idle_timeout {
+                        self.set_timer(Timer::Idle, now + l);
+                    }
                     self.game.my_id = Some(id);
                     self.events.push_back(Event::Accept { id });
                 } else {

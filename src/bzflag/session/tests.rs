@@ -584,3 +584,55 @@ fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
         assert_eq!(d.s.warnings(), 0);
     }
 }
+
+/// A bzadmin-style session that is in the game, with an idle limit of `limit`.
+fn joined_with_idle_limit(limit: Option<Duration>) -> Drive {
+    let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+    let now = d.now;
+    d.s.set_idle_timeout(now, limit);
+    d.hello(0);
+    d.send(ServerMsg::Accept { id: 0 });
+    assert!(d.s.is_joined());
+    d
+}
+
+#[test]
+fn a_server_that_goes_quiet_after_the_accept_ends_at_the_idle_limit() {
+    let mut d = joined_with_idle_limit(Some(Duration::from_secs(5)));
+    d.advance(Duration::from_secs(4));
+    d.send(ServerMsg::GameTime { usec: 1 });
+    d.advance(Duration::from_secs(4));
+    assert!(d.s.is_joined(), "a message 4 s in puts the limit off to 9 s");
+    d.advance(Duration::from_millis(1001));
+    assert_eq!(d.end_code(), Some(6));
+    assert_eq!(d.s.end(), Some(&SessionEnd::Timeout { during: IDLE_TIMEOUT_DURING }));
+    assert!(d.s.end().unwrap().to_string().contains("the server stopped sending"), "{}", d.s.end().unwrap());
+}
+
+#[test]
+fn without_an_idle_limit_a_quiet_game_goes_on() {
+    let mut d = joined_with_idle_limit(None);
+    for _ in 0..100 {
+        d.advance(Duration::from_secs(60));
+    }
+    assert!(d.s.is_joined());
+    assert_eq!(d.s.poll_timeout(), None);
+}
+
+#[test]
+fn a_flood_does_not_move_the_idle_timer_and_a_drip_does_not_feed_it() {
+    let mut d = joined_with_idle_limit(Some(Duration::from_secs(5)));
+    let armed = d.s.poll_timeout();
+    for _ in 0..1000 {
+        d.send(ServerMsg::GameTime { usec: 7 });
+    }
+    assert_eq!(d.s.poll_timeout(), armed, "the timer is put off lazily, not re-armed per message");
+    // One byte a second of a message that never completes is not a message.
+    let mut partial = ServerMsg::Message { from: 253, to: 254, kind: 0, text: "x".repeat(100) }.encode();
+    partial.truncate(50);
+    for b in partial.iter().take(6) {
+        d.advance(Duration::from_secs(1));
+        d.bytes(&[*b]);
+    }
+    assert_eq!(d.end_code(), Some(6), "{:?}", d.s.end());
+}

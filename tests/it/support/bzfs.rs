@@ -151,7 +151,7 @@ impl BzfsBuilder {
         if let Some(err) = child.stderr.take() {
             log.attach("bzfs-stderr", err);
         }
-        let mut bzfs = Bzfs { child, port, log, command_line };
+        let mut bzfs = Bzfs { child, port, log, command_line, builder: self.clone() };
 
         let no_ping = self.args.iter().any(|a| a == "-q");
         let deadline = Instant::now() + self.ready_timeout;
@@ -200,7 +200,7 @@ impl BzfsBuilder {
 
 /// Whether 127.0.0.1:`port` is in TCP LISTEN state per `/proc/net/tcp`; `None` if that file is unavailable.
 fn tcp_listening(port: u16) -> Option<bool> {
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let table = super::proc_net("tcp")?;
     let local = format!("0100007F:{port:04X}");
     Some(table.lines().skip(1).any(|line| {
         let mut fields = line.split_whitespace().skip(1); // "sl"
@@ -218,6 +218,8 @@ pub struct Bzfs {
     port: u16,
     log: OutputBuf,
     command_line: String,
+    /// How it was started, for [`Bzfs::restart`].
+    builder: BzfsBuilder,
 }
 
 impl Bzfs {
@@ -290,6 +292,35 @@ impl Bzfs {
         self.kill();
         self.log.wait_until(Duration::from_secs(2), |_| false); // until the pipes close
         self.log.text()
+    }
+
+    /// Kills the server (as a crash would: SIGKILL, no goodbye to anybody) and returns its whole log.
+    pub fn kill_now(&mut self) -> String {
+        self.kill();
+        self.log.wait_until(Duration::from_secs(2), |_| false);
+        self.log.text()
+    }
+
+    /// Starts the same command again on the same port (after [`Bzfs::kill_now`], or killing it first), retrying
+    /// for up to `timeout` while the port is still taken. The log starts afresh.
+    #[track_caller]
+    pub fn restart(&mut self, timeout: Duration) {
+        self.kill();
+        let builder = self.builder.clone().port(self.port);
+        let deadline = Instant::now() + timeout;
+        loop {
+            match builder.start_on(self.port) {
+                Ok(new) => {
+                    *self = new;
+                    return;
+                }
+                Err((true, e)) if Instant::now() < deadline => {
+                    let _ = e;
+                    thread::sleep(Duration::from_millis(100));
+                }
+                Err((_, e)) => panic!("bzfs did not start again on port {}: {e}", self.port),
+            }
+        }
     }
 
     fn kill(&mut self) {

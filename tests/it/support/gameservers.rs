@@ -42,7 +42,7 @@ pub fn require_game_program(path: &str, package: &str) {
 
 /// Whether a UDP socket is bound to 127.0.0.1:`port` per `/proc/net/udp` (`None` if unreadable).
 pub fn udp_bound(port: u16) -> Option<bool> {
-    let table = std::fs::read_to_string("/proc/net/udp").ok()?;
+    let table = super::proc_net("udp")?;
     let local = format!("0100007F:{port:04X}");
     Some(table.lines().skip(1).any(|line| line.split_whitespace().nth(1) == Some(local.as_str())))
 }

@@ -13,11 +13,15 @@ mod bzadmin;
 mod bzfs;
 pub mod fake;
 pub mod gameservers;
+pub mod netem;
 mod output;
 pub mod pcap;
+pub mod peak;
 pub mod plugins;
 mod ports;
 mod process;
+pub mod relay;
+pub mod standin;
 mod tempdir;
 
 use std::path::{Path, PathBuf};
@@ -53,6 +57,14 @@ pub fn require_program(path: &str) {
              teeworlds-server openarena-server qstat` (Debian/Ubuntu)."
         );
     }
+}
+
+/// `/proc/net/NAME` as this thread sees it. `/proc/net` is the network namespace of the process's main thread; a
+/// test that moved its own thread into a private namespace (see [`netem`]) must read `/proc/thread-self/net`.
+pub fn proc_net(name: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/thread-self/net/{name}"))
+        .or_else(|_| std::fs::read_to_string(format!("/proc/net/{name}")))
+        .ok()
 }
 
 /// Path of the `bzhead` binary built for this test run.
