@@ -2,17 +2,20 @@
 """Client CPU per answered Quake III query (bzhead scan, qstat, node gamedig) and the wall time of a 10,000-address
 scan where most addresses do not answer, side by side in one run against the same local servers.
 
-Usage: bench/query_vs_qstat.py [--bzhead target/release/bzhead] [--fleet 500] [--runs 3] [--silent 9500]
-                               [--gamedig /tmp/gamedig] [--skip-qstat-10k] [--skip-10k]
+Usage: bench/query_vs_qstat.py [--bzhead $CARGO_TARGET_DIR/release/bzhead] [--compare OTHER_BZHEAD] [--fleet 500]
+                               [--runs 3] [--silent 9500] [--gamedig /tmp/gamedig] [--skip-qstat-10k] [--skip-10k]
 
-Needs `cargo build --release --workspace` (bzhead and its plugins in target/release), qstat (`quakestat`), and for
-gamedig a directory with `npm install gamedig@5.3.3` in it (optional).
+Needs `cargo build --release --workspace` (bzhead and its plugins in the same directory: `target/release`, or
+`$CARGO_TARGET_DIR/release` when that is set, which is where `--bzhead` points by default), qstat (`quakestat`), and
+for gamedig a directory with `npm install gamedig@5.3.3` in it (optional).
 
 Real servers throttle repeated queries (ioquake3 answers one address about once a second after a burst of ten), so
 throughput needs many servers: a fleet of FLEET simple Quake III responders on 127.0.0.1 (one Python process, one
 UDP socket each; getinfo and getstatus with the challenge echoed, 4 players). Every client queries every fleet
-server once per run; its CPU time (user + system, from wait4) is divided by the servers it reported answered. A run
-of the same client with an empty list is its start-up cost, subtracted for the "marginal" column.
+server once per run, the clients taking turns round by round (so that the machine's load drifting during the
+benchmark falls on all of them alike); its CPU time (user + system, from wait4) is divided by the servers it reported
+answered. A run of the same client with an empty list, in the same round, is its start-up cost, subtracted for the
+"marginal" column. `--compare` adds another bzhead build to the rounds (rows "bzhead before").
 
 The 10,000-address list is the fleet plus SILENT addresses bound by a second process that never reads them (no
 ICMP, no answer: the way most addresses of a real master list behave).
@@ -139,7 +142,11 @@ console.log(JSON.stringify({ answered: ok }));
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bzhead", default="target/release/bzhead")
+    target_dir = os.environ.get("CARGO_TARGET_DIR") or "target"
+    ap.add_argument("--bzhead", default=os.path.join(target_dir, "release", "bzhead"),
+                    help="the bzhead binary; its plugins are loaded from beside it")
+    ap.add_argument("--compare", metavar="BZHEAD",
+                    help="another bzhead build (plugins beside it) measured in the same rounds, as 'bzhead before'")
     ap.add_argument("--fleet", type=int, default=500)
     ap.add_argument("--silent", type=int, default=9500)
     ap.add_argument("--runs", type=int, default=3)
@@ -166,11 +173,20 @@ def main():
         qstat_fleet = os.path.join(tmp, "fleet.qstat")
         open(qstat_fleet, "w").write("".join("q3s %s\n" % s for s in fleet))
 
-        bz = [a.bzhead, "scan", "--protocol", "quake3", "--json", "--quiet", "--rate", "20000", "--concurrency", "1000",
-              "--timeout-ms", "1000", "--retries", "1"]
+        def scan(binary):
+            return [binary, "scan", "--protocol", "quake3", "--json", "--quiet", "--rate", "20000", "--concurrency",
+                    "1000", "--timeout-ms", "1000", "--retries", "1"]
+        bz = scan(a.bzhead)
         clients = {
             "bzhead (getinfo + getstatus)": (lambda l: bz + ["--list", l], bzhead_answered),
             "bzhead (getstatus only)": (lambda l: bz + ["--param", "query=status", "--list", l], bzhead_answered),
+        }
+        if a.compare:
+            before = scan(a.compare)
+            clients["bzhead before (getinfo + getstatus)"] = (lambda l: before + ["--list", l], bzhead_answered)
+            clients["bzhead before (getstatus only)"] = (
+                lambda l: before + ["--param", "query=status", "--list", l], bzhead_answered)
+        clients |= {
             "qstat -maxsim 100 -P -R": (
                 lambda l: ["quakestat", "-maxsim", "100", "-P", "-R", "-json", "-f", l if l != empty_list else empty_list],
                 qstat_answered),
@@ -181,30 +197,43 @@ def main():
             open(js, "w").write(GAMEDIG_JS)
             clients["node gamedig 5.3.3 (100 at once)"] = (
                 lambda l: ["node", js, l], lambda out: json.loads(out.strip().splitlines()[-1])["answered"])
-        rows = []
-        for name, (cmd, answered) in clients.items():
-            lst = qstat_fleet if name.startswith("qstat") else fleet_list
-            base = [run_cpu(cmd(empty_list))[1] for _ in range(a.runs)]
-            per, marg, walls, ans = [], [], [], []
-            for _ in range(a.runs):
+        # Round by round: every client runs once per round (its empty-list run, then the fleet), so that a change in
+        # the machine's load during the benchmark (others compiling on the other core) falls on every client alike.
+        base = {name: [] for name in clients}
+        runs = {name: [] for name in clients}  # (wall s, cpu s, answered)
+        for _ in range(a.runs):
+            for name, (cmd, answered) in clients.items():
+                if runs[name] is None:
+                    continue
+                lst = qstat_fleet if name.startswith("qstat") else fleet_list
+                base[name].append(run_cpu(cmd(empty_list))[1])
                 wall, cpu, out, err = run_cpu(cmd(lst))
                 n = answered(out)
                 if n == 0:
                     print(f"{name}: nothing answered\n{err[-2000:]}", file=sys.stderr)
-                    break
-                per.append(cpu / n * 1e6)
-                marg.append((cpu - statistics.median(base)) / n * 1e6)
-                walls.append(wall)
-                ans.append(n)
+                    runs[name] = None
+                    continue
+                runs[name].append((wall, cpu, n))
                 time.sleep(1.2)
-            if per:
-                rows.append((name, statistics.median(ans), statistics.median(walls) * 1000, statistics.median(base) * 1000,
-                             statistics.median(per), statistics.median(marg)))
+        rows = []
+        for name, rs in runs.items():
+            if not rs:
+                continue
+            b = statistics.median(base[name])
+            rows.append((name, statistics.median(n for _, _, n in rs), statistics.median(w for w, _, _ in rs) * 1000,
+                         b * 1000, statistics.median(c / n * 1e6 for _, c, n in rs),
+                         statistics.median((c - b) / n * 1e6 for _, c, n in rs)))
         print(f"\nFleet of {a.fleet} local Quake III responders, {a.runs} runs each (median):\n")
         print("| client | answered | wall ms | start-up CPU ms | CPU µs / answered query | marginal CPU µs / query |")
         print("|---|---|---|---|---|---|")
         for r in rows:
             print("| %s | %d | %.0f | %.1f | %.1f | %.1f |" % r)
+        q = [r for r in rows if r[0].startswith("qstat")]
+        if q:
+            print()
+            for r in rows:
+                if r[0].startswith("bzhead"):
+                    print("%s / qstat, marginal: %.2f" % (r[0], r[5] / q[0][5]))
 
         if a.skip_10k:
             return

@@ -301,10 +301,13 @@ pub fn query(args: Vec<String>) -> u8 {
     results.sort_by_key(|r| r.index);
     let out = io::stdout();
     let mut out = out.lock();
+    let mut line = Vec::new();
     for r in &results {
         if a.json {
-            let _ = serde_json::to_writer(&mut out, r);
-            let _ = out.write_all(b"\n");
+            line.clear();
+            r.write_json(&mut line);
+            line.push(b'\n');
+            let _ = out.write_all(&line);
         } else {
             let _ = out.write_all(text_block(r).as_bytes());
         }
@@ -346,6 +349,7 @@ fn run_scan(
     let mut reactor = Reactor::new().map_err(|e| format!("cannot start the event loop: {e}"))?;
     let now = Instant::now();
     let mut scan = Scan::new(set, cfg, now);
+    scan.reserve(targets.len());
     for t in targets {
         let _ = scan.add_target(now, t); // duplicates are counted and skipped
     }
@@ -370,14 +374,6 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string)
 }
 
-fn json_cell(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "-".into(),
-        serde_json::Value::String(s) => s.clone(),
-        v => v.to_string(),
-    }
-}
-
 /// The text form of one result.
 fn text_block(r: &QueryResult) -> String {
     let mut s = String::new();
@@ -386,43 +382,48 @@ fn text_block(r: &QueryResult) -> String {
         Err(e) => s += &format!("{} ({}): {e}\n", r.address, r.protocol),
         Ok(a) => {
             s += &format!("{} ({}): ok{ping}\n", r.address, r.protocol);
-            if let Some(servers) = &a.servers {
+            if let Some(servers) = a.servers() {
                 s += &format!("  servers: {}\n", servers.len());
                 for srv in servers {
                     s += &format!("    {srv}\n");
                 }
             } else {
-                s += &format!("  name: {}\n  map: {}\n  game type: {}\n", opt(&a.name), opt(&a.map), opt(&a.game_type));
-                s += &format!("  players: {}/{}", opt(&a.players), opt(&a.max_players));
-                if let Some(b) = a.bots {
+                s += &format!(
+                    "  name: {}\n  map: {}\n  game type: {}\n",
+                    opt(&a.name()),
+                    opt(&a.map()),
+                    opt(&a.game_type())
+                );
+                s += &format!("  players: {}/{}", opt(&a.players()), opt(&a.max_players()));
+                if let Some(b) = a.bots() {
                     s += &format!(" ({b} bots)");
                 }
                 s += "\n";
                 s += &format!(
                     "  password: {}\n  version: {}\n",
-                    a.password.map_or("-", |p| if p { "yes" } else { "no" }),
-                    opt(&a.version)
+                    a.password().map_or("-", |p| if p { "yes" } else { "no" }),
+                    opt(&a.version())
                 );
-                match &a.player_list {
+                match a.player_list() {
                     None => s += "  player list: unknown\n",
-                    Some(list) if list.is_empty() => {}
+                    Some(list) if list.len() == 0 => {}
                     Some(list) => {
                         s += &format!("  {:<24} {:>8} {:>6} {:>6}\n", "player", "score", "team", "ping");
                         for p in list {
                             s += &format!(
                                 "  {:<24} {:>8} {:>6} {:>6}\n",
                                 p.name,
-                                json_cell(&p.score),
-                                json_cell(&p.team),
-                                json_cell(&p.ping)
+                                p.score.to_string(),
+                                p.team.to_string(),
+                                p.ping.to_string()
                             );
                         }
                     }
                 }
-                if !a.rules.is_empty() {
+                if !a.rules().is_empty() {
                     s += "  rules:";
-                    for (k, v) in &a.rules.0 {
-                        s += &format!(" {k}={}", json_cell(v));
+                    for (k, v) in a.rules().iter() {
+                        s += &format!(" {k}={v}");
                     }
                     s += "\n";
                 }
@@ -443,9 +444,9 @@ fn table_row(r: &QueryResult) -> String {
             "{:<40} {:>7}  {:>7}  {:<16} {}",
             r.address.to_string(),
             ping,
-            format!("{}/{}", opt(&a.players), opt(&a.max_players)),
-            truncate(a.map.as_deref().unwrap_or("-"), 16),
-            a.name.as_deref().unwrap_or("-")
+            format!("{}/{}", opt(&a.players()), opt(&a.max_players())),
+            truncate(a.map().unwrap_or("-"), 16),
+            a.name().unwrap_or("-")
         ),
         Err(e) => format!("{:<40} {:>7}  {:>7}  {:<16} ({e})", r.address.to_string(), "-", "-", "-"),
     }
@@ -533,8 +534,14 @@ pub fn scan(a: ScanArgs) -> u8 {
     };
     let started = Instant::now();
     let progress = !a.quiet && io::stderr().is_terminal();
-    let out = io::stdout();
-    let mut out = io::BufWriter::new(out.lock());
+    let stdout = io::stdout();
+    let mut stdout = stdout.lock();
+    // Lines are gathered here and written every FLUSH_EVERY (or per OUT_CHUNK, and at the end): they reach a pipe
+    // within a few milliseconds without a write (and a wake-up of the reader) per line or per turn.
+    const OUT_CHUNK: usize = 64 * 1024;
+    const FLUSH_EVERY: Duration = Duration::from_millis(10);
+    let mut out: Vec<u8> = Vec::with_capacity(OUT_CHUNK);
+    let mut last_flush = Instant::now();
     if !a.json {
         let _ = writeln!(out, "{TABLE_HEADER}");
     }
@@ -547,11 +554,9 @@ pub fn scan(a: ScanArgs) -> u8 {
         Tick::Result(r) => {
             if is_master(r) {
                 match &r.outcome {
-                    Ok(ans) => eprintln!(
-                        "bzhead: master {} listed {} servers",
-                        r.address,
-                        ans.servers.as_ref().map_or(0, Vec::len)
-                    ),
+                    Ok(ans) => {
+                        eprintln!("bzhead: master {} listed {} servers", r.address, ans.servers().map_or(0, <[_]>::len))
+                    }
                     Err(e) => master_failed = Some(format!("master {}: {e}", r.address)),
                 }
             } else {
@@ -565,15 +570,23 @@ pub fn scan(a: ScanArgs) -> u8 {
                 code = code.max(exit_code(std::slice::from_ref(r)));
             }
             if a.json {
-                let _ = serde_json::to_writer(&mut out, r);
-                let _ = out.write_all(b"\n");
+                r.write_json(&mut out);
+                out.push(b'\n');
             } else if !is_master(r) && (r.is_ok() || a.all) {
                 let _ = writeln!(out, "{}", table_row(r));
             }
+            if out.len() >= OUT_CHUNK {
+                let _ = stdout.write_all(&out);
+                out.clear();
+            }
         }
         Tick::Turn(st, left) => {
-            // One write per turn: lines reach a pipe as they happen without a syscall per line.
-            let _ = out.flush();
+            if !out.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
+                last_flush = Instant::now();
+                let _ = stdout.write_all(&out);
+                out.clear();
+                let _ = stdout.flush();
+            }
             if progress && last_progress.elapsed() >= Duration::from_millis(100) {
                 last_progress = Instant::now();
                 eprint!(
@@ -586,7 +599,8 @@ pub fn scan(a: ScanArgs) -> u8 {
     if progress {
         eprint!("\r\x1b[K");
     }
-    let _ = out.flush();
+    let _ = stdout.write_all(&out);
+    let _ = stdout.flush();
     let stats = match run {
         Ok(x) => x,
         Err(e) => {

@@ -7,7 +7,9 @@
 //!   [`PluginInstance::create`]), and the callbacks only run during such a call. [`PluginHost`] and
 //!   [`PluginInstance`] are `!Send` (they hold `Rc`s), so they stay on the thread that made them.
 //! * **Attribution.** Before each call the host notes which instance (tag) it is calling; a callback carrying
-//!   another tag is refused. Everything a call reports is appended to the caller's `Vec<Report>`.
+//!   another tag is refused. Everything a call reports goes to the host's [`CallOutput`] ([`PluginHost::output`]):
+//!   answer data straight into the query's answer, which the caller lends for the call, the rest as [`Report`]s
+//!   whose text and datagrams are copied back to back into buffers reused from call to call.
 //! * **Untrusted input.** Each callback checks, in order: lengths against caps *before* reading, null pointers,
 //!   UTF-8, value kinds (and which kind each well-known key takes), address families, `AbiPlayer::struct_size`, and
 //!   a per-call budget (datagrams, reports, bytes). A failed check appends [`Report::Rejected`] and returns
@@ -17,7 +19,7 @@
 //!   only by the plugin's `destroy`, exactly once, when the [`PluginInstance`] is dropped. The [`HostApi`] table and
 //!   its `ctx` live in an `Rc` that every instance holds, so they outlive every instance created with them.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::ffi::c_void;
 use std::fmt;
 use std::mem::size_of;
@@ -27,11 +29,13 @@ use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
 use query_abi::{
-    keys, AbiParam, AbiPlayer, AbiValue, Addr, Bytes, HostApi, Instance, QueryOptions, Status, Str, ABI_VERSION,
-    LOG_ERROR, LOG_TRACE, VALUE_BOOL, VALUE_INT, VALUE_NULL, VALUE_STR,
+    keys, AbiField, AbiParam, AbiPlayer, AbiValue, Addr, Bytes, HostApi, Instance, QueryOptions, Status, Str,
+    ABI_VERSION, LOG_ERROR, LOG_TRACE, VALUE_BOOL, VALUE_INT, VALUE_NULL, VALUE_STR,
 };
 
 use super::loader::PluginLibrary;
+use super::result::{Answer, FieldValue, MAX_ANSWER_TEXT};
+use super::scan::{MAX_FIELDS, MAX_PLAYERS};
 
 /// Longest text (name, key, value, log line, error) accepted from a plugin, in bytes.
 pub const MAX_TEXT: usize = 64 * 1024;
@@ -46,86 +50,57 @@ pub const MAX_REPORTS_PER_CALL: usize = 262_144;
 /// Most bytes of text and data one call may report.
 pub const MAX_BYTES_PER_CALL: usize = 8 * 1024 * 1024;
 
-/// A value a plugin reported, copied and validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Val {
-    /// Unknown.
-    Null,
-    /// A boolean.
-    Bool(bool),
-    /// An integer.
-    Int(i64),
-    /// Text.
-    Str(String),
+/// Where a call's copy of some text sits in its [`CallOutput`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextSpan {
+    start: u32,
+    len: u32,
 }
 
-impl Val {
-    /// As JSON.
-    pub fn into_json(self) -> serde_json::Value {
-        match self {
-            Val::Null => serde_json::Value::Null,
-            Val::Bool(b) => serde_json::Value::Bool(b),
-            Val::Int(i) => serde_json::Value::from(i),
-            Val::Str(s) => serde_json::Value::String(s),
-        }
+impl TextSpan {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
     }
 
-    fn size(&self) -> usize {
-        match self {
-            Val::Str(s) => s.len(),
-            _ => 8,
-        }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
-/// One player a plugin reported.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlayerReport {
-    /// Name as sent.
-    pub name: String,
-    /// Score.
-    pub score: Val,
-    /// Team.
-    pub team: Val,
-    /// Ping (ms) as the server reports it.
-    pub ping: Val,
-    /// Protocol-specific fields (already as JSON values: they go to the result as they are).
-    pub extra: Vec<(String, serde_json::Value)>,
+/// Where a call's copy of a datagram sits in its [`CallOutput`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ByteSpan {
+    start: u32,
+    len: u32,
 }
 
-/// Something a plugin did during one call, copied out of its borrowed arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl ByteSpan {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Something a plugin did during one call besides answer data (which goes straight into [`CallOutput::answer`]),
+/// copied out of its borrowed arguments into the call's [`CallOutput`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Report {
     /// Send a datagram.
     Send {
         /// Destination.
         to: SocketAddr,
         /// Payload.
-        data: Vec<u8>,
+        data: ByteSpan,
     },
-    /// A well-known server field (the key is one of `query_abi::SERVER_KEYS`; its kind was checked).
-    Server {
-        /// Key.
-        key: &'static str,
-        /// Value.
-        value: Val,
-    },
-    /// A rule.
-    Rule {
-        /// Key.
-        key: String,
-        /// Value.
-        value: String,
-    },
-    /// A raw protocol field.
-    Raw {
-        /// Key.
-        key: String,
-        /// Value.
-        value: Val,
-    },
-    /// A player.
-    Player(PlayerReport),
+    /// `player_list_complete`: whether the player list is whole (false: unknown or partial).
+    ListComplete(bool),
     /// A server address from a master list.
     MasterEntry(SocketAddr),
     /// The query is finished.
@@ -133,17 +108,101 @@ pub enum Report {
         /// `OK` or why not.
         status: Status,
         /// Error text.
-        error: String,
+        error: TextSpan,
     },
     /// A log line.
     Log {
         /// `query_abi::LOG_*` level.
         level: i32,
         /// Text.
-        msg: String,
+        msg: TextSpan,
     },
     /// The plugin passed invalid data to a callback; the value says what was wrong. The query must be failed.
     Rejected(&'static str),
+    /// The answer would hold more than the host keeps for one query (`max` of `what`). The query must be failed.
+    TooMany {
+        /// What (`rules`, `raw fields`, `players`, `bytes of text`).
+        what: &'static str,
+        /// The most kept.
+        max: usize,
+    },
+}
+
+/// What the last call into a plugin produced: the answer data it reported (straight into [`CallOutput::answer`],
+/// which the caller lends for the call: the query's own answer), the other reports in order, and the text and
+/// datagrams those point to, copied back to back. The [`PluginHost`] keeps one ([`PluginHost::output`]) and clears it
+/// at the start of every call, so reporting allocates nothing once its buffers have grown to the size of a typical
+/// call, and nothing is moved around per call.
+#[derive(Debug, Default)]
+pub struct CallOutput {
+    /// The reports other than answer data, in order.
+    pub reports: Vec<Report>,
+    /// The answer being built, lent for the call (the query's own, boxed so that lending moves a pointer; `None`
+    /// until its first data, which makes it). Answer data reported while [`CallOutput::lent`] is false is counted in
+    /// [`CallOutput::data_reports`] and dropped.
+    pub answer: Option<Box<Answer>>,
+    /// True while a query's answer is lent (even one not made yet).
+    pub lent: bool,
+    /// Room given to an empty answer at its first data (text bytes, fields, players).
+    pub answer_hint: (usize, usize, usize),
+    /// How many answer data reports (server fields, rules, raw fields, players) the call made.
+    pub data_reports: usize,
+    text: String,
+    bytes: Vec<u8>,
+}
+
+impl CallOutput {
+    /// Forgets every report, keeping the room (the lent answer and the hint are the caller's business).
+    fn clear(&mut self) {
+        self.reports.clear();
+        self.data_reports = 0;
+        self.text.clear();
+        self.bytes.clear();
+    }
+
+    /// Copied text.
+    pub fn text(&self, s: TextSpan) -> &str {
+        // Spans are only made by `push_text` over whole `&str`s of this output, so they are in range and on char
+        // boundaries; `clear` invalidates spans only together with the reports holding them.
+        self.text.get(s.start as usize..s.start as usize + s.len as usize).unwrap_or("")
+    }
+
+    /// A copied datagram.
+    pub fn bytes(&self, s: ByteSpan) -> &[u8] {
+        self.bytes.get(s.start as usize..s.start as usize + s.len as usize).unwrap_or(&[])
+    }
+
+    /// Copies `s` (its length was checked against [`MAX_TEXT`], and a call's total against
+    /// [`MAX_BYTES_PER_CALL`], so offsets fit in 32 bits).
+    fn push_text(&mut self, s: &str) -> TextSpan {
+        let start = self.text.len();
+        self.text.push_str(s);
+        TextSpan { start: start as u32, len: s.len() as u32 }
+    }
+
+    fn push_bytes(&mut self, b: &[u8]) -> ByteSpan {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        ByteSpan { start: start as u32, len: b.len() as u32 }
+    }
+
+    /// Applies answer data to the lent answer (given its room at the first data); `Err` when it does not fit.
+    fn apply_to_answer(
+        &mut self,
+        text: usize,
+        f: impl FnOnce(&mut Answer) -> Result<(), Report>,
+    ) -> Result<(), Report> {
+        self.data_reports += 1;
+        if !self.lent {
+            return Ok(());
+        }
+        let hint = self.answer_hint;
+        let answer = self.answer.get_or_insert_with(|| Box::new(Answer::with_capacity(hint.0, hint.1, hint.2)));
+        if !answer.can_hold(text) {
+            return Err(Report::TooMany { what: "bytes of text", max: MAX_ANSWER_TEXT });
+        }
+        f(answer)
+    }
 }
 
 /// Why a call into a plugin failed.
@@ -212,8 +271,8 @@ pub struct InstanceOptions<'a> {
 struct CallState {
     /// Tag of the instance being called; callbacks outside a call, or with another tag, are refused.
     current: Option<u64>,
-    /// Where this call's reports go (taken from the caller's vector, handed back after the call).
-    out: Vec<Report>,
+    /// Where the calls' reports go (cleared at the start of each call).
+    out: CallOutput,
     sends: usize,
     reports: usize,
     bytes: usize,
@@ -268,19 +327,27 @@ impl PluginHost {
         };
         PluginHost { inner: Rc::new(HostInner { ctx, api }) }
     }
+
+    /// What the last call into a plugin reported, and where the caller lends the answer for the next one. Borrowed
+    /// until the guard is dropped: drop it before the next call into a plugin (which would panic on the borrow).
+    pub fn output(&self) -> RefMut<'_, CallOutput> {
+        RefMut::map(self.inner.ctx.state.borrow_mut(), |st| &mut st.out)
+    }
 }
 
 impl HostInner {
-    /// Runs one call into the plugin with `tag` as the current instance, collecting its reports into `out`.
-    fn call<R>(&self, tag: u64, out: &mut Vec<Report>, f: impl FnOnce() -> R) -> R {
+    /// Runs one call into the plugin with `tag` as the current instance; its reports replace the last call's in the
+    /// output (the lent answer and the hint stay).
+    fn call<R>(&self, tag: u64, f: impl FnOnce() -> R) -> R {
         {
             let mut st = self.ctx.state.borrow_mut();
-            *st = CallState { current: Some(tag), out: std::mem::take(out), ..CallState::default() };
+            let st = &mut *st;
+            st.current = Some(tag);
+            (st.sends, st.reports, st.bytes, st.done, st.flooded) = (0, 0, 0, false, false);
+            st.out.clear();
         }
         let r = f();
-        let mut st = self.ctx.state.borrow_mut();
-        st.current = None;
-        *out = std::mem::take(&mut st.out);
+        self.ctx.state.borrow_mut().current = None;
         r
     }
 }
@@ -301,7 +368,7 @@ impl fmt::Debug for PluginInstance {
 
 impl PluginInstance {
     /// Creates an instance of `lib` for one query of `protocol` to `target`. The plugin may already send and even
-    /// finish from inside `create`: its reports are appended to `out` whether or not an instance results.
+    /// finish from inside `create`: its reports are in the host's output whether or not an instance results.
     #[allow(clippy::too_many_arguments)]
     pub fn create(
         host: &PluginHost,
@@ -311,11 +378,20 @@ impl PluginInstance {
         tag: u64,
         now_ms: u64,
         options: &InstanceOptions<'_>,
-        out: &mut Vec<Report>,
     ) -> Result<PluginInstance, CallError> {
         let Some(create) = lib.api().create else { return Err(CallError::NoInstance) };
-        let params: Vec<AbiParam> =
-            options.params.iter().map(|(k, v)| AbiParam { key: Str::new(k), value: Str::new(v) }).collect();
+        // A few parameters (the usual case) go in an array on the stack.
+        let mut few = [AbiParam { key: Str::EMPTY, value: Str::EMPTY }; 8];
+        let many: Vec<AbiParam>;
+        let params: &[AbiParam] = if options.params.len() <= few.len() {
+            for (slot, (k, v)) in few.iter_mut().zip(options.params) {
+                *slot = AbiParam { key: Str::new(k), value: Str::new(v) };
+            }
+            &few[..options.params.len()]
+        } else {
+            many = options.params.iter().map(|(k, v)| AbiParam { key: Str::new(k), value: Str::new(v) }).collect();
+            &many
+        };
         let opts = QueryOptions {
             struct_size: size_of::<QueryOptions>() as u32,
             timeout_ms: options.timeout_ms,
@@ -328,14 +404,13 @@ impl PluginInstance {
         let addr = Addr::from(target);
         let mut inst: *mut Instance = ptr::null_mut();
         let hinner = &host.inner;
-        let status = hinner.call(tag, out, || {
+        let status = hinner.call(tag, || {
             // SAFETY: `create` was checked non-null at load and the library is loaded (`lib`). Every pointer
             // argument borrows a local (`opts`, `params`, `addr`, `inst`) or the host table, which lives in
             // `host.inner` (an `Rc` each instance keeps) and so outlives every instance created with it. The
             // `Str` views borrow `protocol` and `options`, alive for the call.
             unsafe { create(&hinner.api, Str::new(protocol), &addr, tag, now_ms, &opts, &mut inst) }
         });
-        drop(params);
         match status {
             Status::OK => match NonNull::new(inst) {
                 Some(inst) => Ok(PluginInstance { lib: lib.clone(), host: hinner.clone(), inst, tag }),
@@ -360,19 +435,13 @@ impl PluginInstance {
     }
 
     /// Passes a datagram from `from` to the instance.
-    pub fn on_datagram(
-        &mut self,
-        now_ms: u64,
-        from: SocketAddr,
-        data: &[u8],
-        out: &mut Vec<Report>,
-    ) -> Result<Handled, CallError> {
+    pub fn on_datagram(&mut self, now_ms: u64, from: SocketAddr, data: &[u8]) -> Result<Handled, CallError> {
         let Some(f) = self.lib.api().on_datagram else { return Err(CallError::NoInstance) };
         let addr = Addr::from(from);
         let inst = self.inst.as_ptr();
         // SAFETY: `f` checked non-null at load, library alive (`self.lib`); `inst` is live (destroyed only in
         // `drop`); `addr` and `data` are borrowed for the call; `&mut self` means no other call is in progress.
-        let status = self.host.call(self.tag, out, || unsafe { f(inst, now_ms, &addr, Bytes::new(data)) });
+        let status = self.host.call(self.tag, || unsafe { f(inst, now_ms, &addr, Bytes::new(data)) });
         match status {
             Status::OK => Ok(Handled::Accepted),
             Status::PANICKED => Err(CallError::Panicked { function: "on_datagram" }),
@@ -382,11 +451,11 @@ impl PluginInstance {
     }
 
     /// Tells the instance its deadline passed.
-    pub fn on_timeout(&mut self, now_ms: u64, out: &mut Vec<Report>) -> Result<(), CallError> {
+    pub fn on_timeout(&mut self, now_ms: u64) -> Result<(), CallError> {
         let Some(f) = self.lib.api().on_timeout else { return Err(CallError::NoInstance) };
         let inst = self.inst.as_ptr();
         // SAFETY: as in `on_datagram`.
-        let status = self.host.call(self.tag, out, || unsafe { f(inst, now_ms) });
+        let status = self.host.call(self.tag, || unsafe { f(inst, now_ms) });
         match status {
             Status::OK => Ok(()),
             Status::PANICKED => Err(CallError::Panicked { function: "on_timeout" }),
@@ -396,12 +465,12 @@ impl PluginInstance {
     }
 
     /// The instance's next deadline (`None`: none). A poisoned instance answers 0, i.e. "now".
-    pub fn next_deadline_ms(&mut self, out: &mut Vec<Report>) -> Option<u64> {
+    pub fn next_deadline_ms(&mut self) -> Option<u64> {
         let f = self.lib.api().next_deadline_ms?;
         let inst = self.inst.as_ptr();
         // SAFETY: as in `on_datagram`; the plugin may not report from here, but if it does, it is attributed and
         // validated like any other call.
-        let d = self.host.call(self.tag, out, || unsafe { f(inst) });
+        let d = self.host.call(self.tag, || unsafe { f(inst) });
         (d != u64::MAX).then_some(d)
     }
 }
@@ -410,17 +479,37 @@ impl Drop for PluginInstance {
     fn drop(&mut self) {
         let Some(f) = self.lib.api().destroy else { return };
         let inst = self.inst.as_ptr();
-        let mut discard = Vec::new();
         // SAFETY: `f` checked non-null at load, library alive (`self.lib` is dropped after this); `inst` came from
         // this plugin's `create` and is destroyed exactly once, here, outside any other call into the plugin.
-        self.host.call(self.tag, &mut discard, || unsafe { f(inst) });
+        self.host.call(self.tag, || unsafe { f(inst) });
     }
 }
 
 // ------------------------------------------------------------------------------------------------ callbacks
 
+/// What a callback body accepted: a report for [`CallOutput::reports`] (or none, for answer data already in
+/// [`CallOutput::answer`]) and its size against the call's byte budget.
+struct Accepted {
+    report: Option<Report>,
+    size: usize,
+}
+
+impl Accepted {
+    fn report(report: Report, size: usize) -> Result<Accepted, &'static str> {
+        Ok(Accepted { report: Some(report), size })
+    }
+
+    /// Answer data (already applied), or the reason it was not kept.
+    fn data(applied: Result<(), Report>, size: usize) -> Result<Accepted, &'static str> {
+        Ok(Accepted { report: applied.err(), size })
+    }
+}
+
 /// Runs a callback body against the host state, refusing calls outside a plugin call, with a foreign tag, or after
-/// the call's budget ran out; catches any panic of the host code.
+/// the call's budget ran out; catches any panic of the host code. The body copies what it accepts into the call's
+/// [`CallOutput`] (answer data straight into its answer); text and datagrams it copied are taken back when it refuses
+/// the report or the report breaks the budget, so a call's output never holds more than its budget. (Answer data of
+/// a refused report may stay in the answer: a refusal fails the query, and its answer is dropped.)
 ///
 /// # Safety
 /// `ctx` must be the `ctx` of a [`PluginHost`] table (the plugin passes back what it was given; a plugin that
@@ -428,7 +517,7 @@ impl Drop for PluginInstance {
 unsafe fn with_state(
     ctx: *mut c_void,
     tag: u64,
-    f: impl FnOnce(&mut CallState) -> Result<Report, &'static str>,
+    f: impl FnOnce(&mut CallState) -> Result<Accepted, &'static str>,
 ) -> Status {
     let r = catch_unwind(AssertUnwindSafe(|| {
         if ctx.is_null() {
@@ -438,9 +527,10 @@ unsafe fn with_state(
         // instance keeps an `Rc` to it).
         let host = unsafe { &*ctx.cast::<HostCtx>() };
         let Ok(mut st) = host.state.try_borrow_mut() else { return Status::ERROR };
+        let st = &mut *st;
         if st.current != Some(tag) {
             if st.current.is_some() && !st.flooded {
-                st.out.push(Report::Rejected("callback with another instance's tag"));
+                st.out.reports.push(Report::Rejected("callback with another instance's tag"));
             }
             return Status::BAD_INPUT;
         }
@@ -450,22 +540,31 @@ unsafe fn with_state(
         st.reports += 1;
         if st.reports > MAX_REPORTS_PER_CALL {
             st.flooded = true;
-            st.out.push(Report::Rejected("more reports in one call than the host accepts"));
+            st.out.reports.push(Report::Rejected("more reports in one call than the host accepts"));
             return Status::BAD_INPUT;
         }
-        match f(&mut st) {
-            Ok(report) => {
-                st.bytes += report_size(&report);
+        let mark = (st.out.text.len(), st.out.bytes.len());
+        let rollback = |out: &mut CallOutput| {
+            out.text.truncate(mark.0);
+            out.bytes.truncate(mark.1);
+        };
+        match f(st) {
+            Ok(Accepted { report, size }) => {
+                st.bytes += size;
                 if st.bytes > MAX_BYTES_PER_CALL {
                     st.flooded = true;
-                    st.out.push(Report::Rejected("more data in one call than the host accepts"));
+                    rollback(&mut st.out);
+                    st.out.reports.push(Report::Rejected("more data in one call than the host accepts"));
                     return Status::BAD_INPUT;
                 }
-                st.out.push(report);
+                if let Some(r) = report {
+                    st.out.reports.push(r);
+                }
                 Status::OK
             }
             Err(why) => {
-                st.out.push(Report::Rejected(why));
+                rollback(&mut st.out);
+                st.out.reports.push(Report::Rejected(why));
                 Status::BAD_INPUT
             }
         }
@@ -473,55 +572,40 @@ unsafe fn with_state(
     r.unwrap_or(Status::ERROR)
 }
 
-fn json_size(v: &serde_json::Value) -> usize {
-    match v {
-        serde_json::Value::String(s) => s.len(),
-        _ => 8,
-    }
-}
-
-fn report_size(r: &Report) -> usize {
-    match r {
-        Report::Send { data, .. } => data.len(),
-        Report::Server { value, .. } => value.size(),
-        Report::Rule { key, value } => key.len() + value.len(),
-        Report::Raw { key, value } => key.len() + value.size(),
-        Report::Player(p) => {
-            p.name.len()
-                + p.score.size()
-                + p.team.size()
-                + p.ping.size()
-                + p.extra.iter().map(|(k, v)| k.len() + json_size(v)).sum::<usize>()
-        }
-        Report::MasterEntry(_) => 20,
-        Report::Done { error, .. } => error.len(),
-        Report::Log { msg, .. } => msg.len(),
-        Report::Rejected(_) => 0,
-    }
-}
-
-/// Copies borrowed text: length capped before any read, then null and UTF-8 checks.
+/// Checks borrowed text: length capped before any read, then null and UTF-8 checks.
 ///
 /// # Safety
 /// `s` must be null/0 or readable for `s.len` bytes during the call (ABI contract); the cap is checked first, so a
 /// huge length is refused without touching memory.
-unsafe fn text(s: Str) -> Result<String, &'static str> {
+unsafe fn text<'a>(s: Str) -> Result<&'a str, &'static str> {
     if s.len > MAX_TEXT {
         return Err("text longer than the host accepts");
     }
     // SAFETY: forwarded to the caller; the view checks null with a length.
-    match unsafe { s.to_str() } {
-        Ok(t) => Ok(t.to_owned()),
-        Err(query_abi::ViewError::NotUtf8) => Err("text is not UTF-8"),
-        Err(_) => Err("text pointer is null with a length"),
+    let bytes = unsafe { s.as_bytes() }.map_err(|_| "text pointer is null with a length")?;
+    std::str::from_utf8(bytes).map_err(|_| "text is not UTF-8")
+}
+
+/// Checks a borrowed value (its text as [`text`] checks it); returns it with its size against the byte budget.
+///
+/// # Safety
+/// `v.str` must follow [`text`]'s contract.
+unsafe fn value_of<'a>(v: &AbiValue) -> Result<(FieldValue<'a>, usize), &'static str> {
+    match v.kind {
+        VALUE_NULL => Ok((FieldValue::Null, 8)),
+        VALUE_BOOL => Ok((FieldValue::Bool(v.int != 0), 8)),
+        VALUE_INT => Ok((FieldValue::Int(v.int), 8)),
+        // SAFETY: the view is borrowed for the call (ABI contract); `text` caps the length before reading.
+        VALUE_STR => unsafe { text(v.str) }.map(|t| (FieldValue::Str(t), t.len())),
+        _ => Err("unknown value kind"),
     }
 }
 
-/// Copies a borrowed value.
+/// Reads a borrowed value through its pointer.
 ///
 /// # Safety
 /// `v` must be null or point to a readable `AbiValue` whose `str` follows [`text`]'s contract.
-unsafe fn value(v: *const AbiValue) -> Result<Val, &'static str> {
+unsafe fn value<'a>(v: *const AbiValue) -> Result<(FieldValue<'a>, usize), &'static str> {
     if v.is_null() {
         return Err("value pointer is null");
     }
@@ -530,18 +614,8 @@ unsafe fn value(v: *const AbiValue) -> Result<Val, &'static str> {
     }
     // SAFETY: non-null, aligned, borrowed for the call.
     let v = unsafe { v.read() };
-    value_of(&v)
-}
-
-fn value_of(v: &AbiValue) -> Result<Val, &'static str> {
-    match v.kind {
-        VALUE_NULL => Ok(Val::Null),
-        VALUE_BOOL => Ok(Val::Bool(v.int != 0)),
-        VALUE_INT => Ok(Val::Int(v.int)),
-        // SAFETY: the view is borrowed for the call (ABI contract); `text` caps the length before reading.
-        VALUE_STR => unsafe { text(v.str) }.map(Val::Str),
-        _ => Err("unknown value kind"),
-    }
+    // SAFETY: forwarded to the caller.
+    unsafe { value_of(&v) }
 }
 
 /// Copies a borrowed address.
@@ -592,7 +666,7 @@ unsafe extern "C" fn cb_send_to(ctx: *mut c_void, tag: u64, to: *const Addr, dat
                 st.flooded = true;
                 return Err("more datagrams in one call than the host accepts");
             }
-            Ok(Report::Send { to, data: data.to_vec() })
+            Accepted::report(Report::Send { to, data: st.out.push_bytes(data) }, data.len())
         })
     }
 }
@@ -600,9 +674,9 @@ unsafe extern "C" fn cb_send_to(ctx: *mut c_void, tag: u64, to: *const Addr, dat
 unsafe extern "C" fn cb_report_server(ctx: *mut c_void, tag: u64, key: Str, v: *const AbiValue) -> Status {
     // SAFETY: see `with_state`; `text`/`value` check lengths and pointers before reading.
     unsafe {
-        with_state(ctx, tag, |_| {
+        with_state(ctx, tag, |st| {
             let k = text(key)?;
-            let Some((key, kinds)) = server_key(&k) else { return Err("unknown server key") };
+            let Some((key, kinds)) = server_key(k) else { return Err("unknown server key") };
             if v.is_null() {
                 return Err("value pointer is null");
             }
@@ -613,26 +687,61 @@ unsafe extern "C" fn cb_report_server(ctx: *mut c_void, tag: u64, key: Str, v: *
             if !kinds.contains(&raw.kind) {
                 return Err(if raw.kind > VALUE_STR { "unknown value kind" } else { "wrong value kind for the key" });
             }
-            Ok(Report::Server { key, value: value_of(&raw)? })
+            let (value, size) = value_of(&raw)?;
+            if key == keys::PLAYER_LIST_COMPLETE {
+                return Accepted::report(Report::ListComplete(value != FieldValue::Bool(false)), size);
+            }
+            let applied = st.out.apply_to_answer(size, |a| {
+                a.set_server_field(key, value);
+                Ok(())
+            });
+            Accepted::data(applied, size)
         })
     }
 }
 
 unsafe extern "C" fn cb_report_rule(ctx: *mut c_void, tag: u64, key: Str, v: Str) -> Status {
     // SAFETY: see `with_state`.
-    unsafe { with_state(ctx, tag, |_| Ok(Report::Rule { key: text(key)?, value: text(v)? })) }
+    unsafe {
+        with_state(ctx, tag, |st| {
+            let (k, v) = (text(key)?, text(v)?);
+            let size = k.len() + v.len();
+            let applied = st.out.apply_to_answer(size, |a| {
+                if a.rules().len() >= MAX_FIELDS {
+                    return Err(Report::TooMany { what: "rules", max: MAX_FIELDS });
+                }
+                a.set_rule(k, FieldValue::Str(v));
+                Ok(())
+            });
+            Accepted::data(applied, size)
+        })
+    }
 }
 
 unsafe extern "C" fn cb_report_raw(ctx: *mut c_void, tag: u64, key: Str, v: *const AbiValue) -> Status {
     // SAFETY: see `with_state`.
-    unsafe { with_state(ctx, tag, |_| Ok(Report::Raw { key: text(key)?, value: value(v)? })) }
+    unsafe {
+        with_state(ctx, tag, |st| {
+            let k = text(key)?;
+            let (v, vsize) = value(v)?;
+            let size = k.len() + vsize;
+            let applied = st.out.apply_to_answer(size, |a| {
+                if a.raw().len() >= MAX_FIELDS {
+                    return Err(Report::TooMany { what: "raw fields", max: MAX_FIELDS });
+                }
+                a.set_raw(k, v);
+                Ok(())
+            });
+            Accepted::data(applied, size)
+        })
+    }
 }
 
 unsafe extern "C" fn cb_report_player(ctx: *mut c_void, tag: u64, p: *const AbiPlayer) -> Status {
     // SAFETY: see `with_state`; the struct size is read (4 bytes) before the struct, the extra count is capped
     // before the array is touched.
     unsafe {
-        with_state(ctx, tag, |_| {
+        with_state(ctx, tag, |st| {
             if p.is_null() {
                 return Err("player pointer is null");
             }
@@ -645,7 +754,7 @@ unsafe extern "C" fn cb_report_player(ctx: *mut c_void, tag: u64, p: *const AbiP
             }
             let p = p.read();
             let name = text(p.name)?;
-            let (score, team, ping) = (value_of(&p.score)?, value_of(&p.team)?, value_of(&p.ping)?);
+            let ((score, s1), (team, s2), (ping, s3)) = (value_of(&p.score)?, value_of(&p.team)?, value_of(&p.ping)?);
             if p.extra_len > MAX_EXTRA {
                 return Err("more player fields than the host accepts");
             }
@@ -656,18 +765,40 @@ unsafe extern "C" fn cb_report_player(ctx: *mut c_void, tag: u64, p: *const AbiP
             } else {
                 std::slice::from_raw_parts(p.extra, p.extra_len)
             };
-            let mut extra = Vec::with_capacity(extra_fields.len());
-            for f in extra_fields {
-                extra.push((text(f.key)?, value_of(&f.value)?.into_json()));
-            }
-            Ok(Report::Player(PlayerReport { name, score, team, ping, extra }))
+            // Every field is checked before the player is added (a few on the stack, more in a vector).
+            let mut size = name.len() + s1 + s2 + s3;
+            let mut field = |f: &AbiField| -> Result<(&str, FieldValue<'_>), &'static str> {
+                let k = text(f.key)?;
+                let (v, vsize) = value_of(&f.value)?;
+                size += k.len() + vsize;
+                Ok((k, v))
+            };
+            let mut few = [("", FieldValue::Null); 8];
+            let many: Vec<(&str, FieldValue<'_>)>;
+            let extra: &[(&str, FieldValue<'_>)] = if extra_fields.len() <= few.len() {
+                for (slot, f) in few.iter_mut().zip(extra_fields) {
+                    *slot = field(f)?;
+                }
+                &few[..extra_fields.len()]
+            } else {
+                many = extra_fields.iter().map(&mut field).collect::<Result<_, _>>()?;
+                &many
+            };
+            let applied = st.out.apply_to_answer(size, |a| {
+                if a.player_count() >= MAX_PLAYERS {
+                    return Err(Report::TooMany { what: "players", max: MAX_PLAYERS });
+                }
+                a.push_player(name, score, team, ping, extra.iter().copied());
+                Ok(())
+            });
+            Accepted::data(applied, size)
         })
     }
 }
 
 unsafe extern "C" fn cb_report_master_entry(ctx: *mut c_void, tag: u64, a: *const Addr) -> Status {
     // SAFETY: see `with_state`.
-    unsafe { with_state(ctx, tag, |_| Ok(Report::MasterEntry(address(a)?))) }
+    unsafe { with_state(ctx, tag, |_| Accepted::report(Report::MasterEntry(address(a)?), 20)) }
 }
 
 unsafe extern "C" fn cb_report_done(ctx: *mut c_void, tag: u64, status: Status, error: Str) -> Status {
@@ -678,7 +809,8 @@ unsafe extern "C" fn cb_report_done(ctx: *mut c_void, tag: u64, status: Status, 
                 return Err("report_done called twice");
             }
             st.done = true;
-            Ok(Report::Done { status, error: text(error)? })
+            let error = text(error)?;
+            Accepted::report(Report::Done { status, error: st.out.push_text(error) }, error.len())
         })
     }
 }
@@ -686,11 +818,12 @@ unsafe extern "C" fn cb_report_done(ctx: *mut c_void, tag: u64, status: Status, 
 unsafe extern "C" fn cb_log(ctx: *mut c_void, tag: u64, level: i32, msg: Str) {
     // SAFETY: see `with_state`.
     unsafe {
-        with_state(ctx, tag, |_| {
+        with_state(ctx, tag, |st| {
             if !(LOG_ERROR..=LOG_TRACE).contains(&level) {
                 return Err("log level out of range");
             }
-            Ok(Report::Log { level, msg: text(msg)? })
+            let msg = text(msg)?;
+            Accepted::report(Report::Log { level, msg: st.out.push_text(msg) }, msg.len())
         });
     }
 }

@@ -13,9 +13,11 @@
 //! Scheduling:
 //! * **Concurrency**: at most [`ScanConfig::concurrency`] queries run at once; the rest wait in FIFO order.
 //! * **Send rate**: a token bucket of [`ScanConfig::rate`] datagrams per second (burst [`ScanConfig::burst`]). A
-//!   query starts only when a token is available; datagrams of running queries (retries, handshakes, page
-//!   requests) are never held back (that would distort their timing and ping) but are charged to the bucket, so
-//!   the average rate holds.
+//!   query starts only when a token is available; once the bucket has run out, new queries wait until a batch of
+//!   tokens is there (about two milliseconds' worth at high rates, one token at 500 per second or less) and then
+//!   start together, so that a fast scan sends in groups instead of a datagram whenever a reply frees a token.
+//!   Datagrams of running queries (retries, handshakes, page requests) are never held back (that would distort
+//!   their timing and ping) but are charged to the bucket, so the average rate holds.
 //! * **Per-server pace**: one query at a time per server address (replies are matched by source address), and a
 //!   new query to the same address starts no sooner than [`ScanConfig::pace`] after the previous one ended (ioq3
 //!   answers one address about once a second after a burst; DDNet limits info replies per second).
@@ -33,19 +35,19 @@
 //!   (deduplicated) with the expansion's protocol.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{hash_map, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use slab::Slab;
 use tracing::{debug, error, info, trace, warn};
 
 use super::loader::{PluginLibrary, PluginSet, ProtocolKind};
-use super::plugin::{CallError, Handled, InstanceOptions, PluginHost, PluginInstance, Report};
-use super::result::{Answer, ErrorKind, PlayerEntry, QueryError, QueryResult};
+use super::plugin::{CallError, CallOutput, Handled, InstanceOptions, PluginHost, PluginInstance, Report};
+use super::result::{Answer, ErrorKind, FieldValue, QueryError, QueryResult};
 use super::BZFLAG;
 
 /// Most players kept for one query.
@@ -60,6 +62,8 @@ pub const MAX_SENDS_PER_QUERY: usize = 1024;
 pub const MAX_TIMEOUT_CALLS: u32 = 1000;
 /// Most targets waiting to start.
 pub const MAX_PENDING: usize = 1 << 22;
+/// Most room (text bytes, fields, players) given to a new answer before it reports anything.
+const MAX_ANSWER_HINT: (usize, usize, usize) = (16 * 1024, 256, 64);
 
 /// How a [`Scan`] schedules its queries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,12 +246,20 @@ struct Query {
     last_send: Option<Instant>,
     ping: Option<Duration>,
     sends: usize,
-    answer: Answer,
-    players: Vec<PlayerEntry>,
+    /// Built in place as the plugin reports: lent to the host's call output during each call into the plugin
+    /// ([`lend_answer`]); made at the first data, so a query waiting for its reply holds none.
+    answer: Option<Box<Answer>>,
     list_complete: bool,
-    entries: Vec<SocketAddr>,
-    entry_set: HashSet<SocketAddr>,
+    /// What a master query listed so far (`None` for server queries).
+    master: Option<Box<MasterList>>,
     kind: ProtocolKind,
+}
+
+/// The servers a master query listed, in order, without duplicates.
+#[derive(Default)]
+struct MasterList {
+    entries: Vec<SocketAddr>,
+    seen: HashSet<AddrKey>,
 }
 
 struct Bucket {
@@ -255,6 +267,8 @@ struct Bucket {
     last: Instant,
     rate: f64,
     burst: f64,
+    /// The bucket ran out while queries were waiting: none starts again before a batch of tokens is there.
+    dry: bool,
 }
 
 impl Bucket {
@@ -262,18 +276,29 @@ impl Bucket {
         let dt = now.saturating_duration_since(self.last).as_secs_f64();
         self.last = self.last.max(now);
         self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+        if self.dry && self.tokens >= self.batch() {
+            self.dry = false;
+        }
     }
 
-    /// When a token will be available (now if one is).
-    /// When to look again after running out of tokens: once a batch of them is there (a token's worth at low
-    /// rates, about two milliseconds' worth at high ones), so that a fast scan wakes the reactor some 500 times a
-    /// second rather than once per datagram. The average rate is the same.
+    /// Tokens a dry bucket waits for: a token's worth at low rates, about two milliseconds' worth at high ones.
+    fn batch(&self) -> f64 {
+        (self.rate / 500.0).clamp(1.0, self.burst)
+    }
+
+    /// True when a new query may start now.
+    fn can_start(&self) -> bool {
+        self.tokens >= 1.0 && !self.dry
+    }
+
+    /// When a new query may start (now if one may): once the bucket ran out, when a batch of tokens is there, so
+    /// that a fast scan starts its queries (and wakes the reactor) some 500 times a second in groups rather than
+    /// one by one whenever a reply comes in. The average rate is the same.
     fn ready_at(&self, now: Instant) -> Instant {
-        if self.tokens >= 1.0 {
+        if self.can_start() {
             return now;
         }
-        let batch = (self.rate / 500.0).clamp(1.0, self.burst);
-        let wait = (batch - self.tokens) / self.rate;
+        let wait = (self.batch() - self.tokens) / self.rate;
         later(now, Duration::from_secs_f64(wait.clamp(0.0, 3600.0)))
     }
 }
@@ -286,22 +311,26 @@ pub struct Scan {
     epoch: Instant,
     pending: VecDeque<(usize, Target)>,
     /// Every (protocol, address) queued so far, the protocol as an index into `protocol_names`.
-    known: HashSet<(usize, SocketAddr)>,
+    known: HashSet<(usize, AddrKey)>,
     protocol_names: Vec<String>,
     next_index: usize,
     next_tag: u64,
     running: Slab<Query>,
-    by_addr: HashMap<SocketAddr, usize>,
-    last_end: HashMap<SocketAddr, Instant>,
+    by_addr: HashMap<AddrKey, usize>,
+    last_end: HashMap<AddrKey, Instant>,
     timers: BinaryHeap<Reverse<(Instant, u64, usize, u64)>>,
     timer_seq: u64,
     admit_at: Option<Instant>,
     bucket: Bucket,
-    transmits: VecDeque<Transmit>,
+    /// Datagrams waiting to be sent: destinations and byte ranges of `transmit_bytes` (cleared when all are sent).
+    transmits: VecDeque<(SocketAddr, usize, usize)>,
+    transmit_bytes: Vec<u8>,
     tcp: VecDeque<TcpQuery>,
     events: VecDeque<ScanEvent>,
     stats: ScanStats,
-    reports: Vec<Report>,
+    /// Room to give a new answer at its first report: about the size of recent answers, so that building one
+    /// does not grow its buffers report by report.
+    answer_hint: (usize, usize, usize),
 }
 
 impl fmt::Debug for Scan {
@@ -311,6 +340,50 @@ impl fmt::Debug for Scan {
             .field("running", &self.running.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
+    }
+}
+
+/// Lends a query's answer (made at its first data) to the host's call output for one call into its plugin; the
+/// caller takes it back with [`take_answer`] right after the call.
+fn lend_answer(host: &PluginHost, answer: &mut Option<Box<Answer>>, hint: (usize, usize, usize)) {
+    let mut out = host.output();
+    out.answer = answer.take();
+    out.answer_hint = hint;
+    out.lent = true;
+}
+
+/// Takes back the answer lent with [`lend_answer`].
+fn take_answer(host: &PluginHost) -> Option<Box<Answer>> {
+    let mut out = host.output();
+    out.lent = false;
+    out.answer.take()
+}
+
+/// A normalised address as a hash key: the IP as 128 bits (IPv4 as its IPv4-mapped IPv6 form, which [`normalize`]
+/// never leaves as an IPv6 address) and the port, hashed in two writes. Hashing a `SocketAddr` itself feeds the
+/// (DoS-resistant, keyed) hasher piece by piece and costs a few times more; the maps are looked up several times per
+/// query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AddrKey {
+    ip: u128,
+    port: u16,
+}
+
+impl AddrKey {
+    /// The key of an address that went through [`normalize`] (IPv6 flow and scope are zero there).
+    fn new(a: SocketAddr) -> AddrKey {
+        let ip = match a {
+            SocketAddr::V4(v4) => u128::from(v4.ip().to_ipv6_mapped()),
+            SocketAddr::V6(v6) => u128::from(*v6.ip()),
+        };
+        AddrKey { ip, port: a.port() }
+    }
+}
+
+impl Hash for AddrKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u128(self.ip);
+        h.write_u16(self.port);
     }
 }
 
@@ -343,6 +416,7 @@ impl Scan {
             last: now,
             rate: f64::from(config.rate),
             burst: f64::from(config.burst),
+            dry: false,
         };
         Scan {
             config,
@@ -362,10 +436,11 @@ impl Scan {
             admit_at: None,
             bucket,
             transmits: VecDeque::new(),
+            transmit_bytes: Vec::new(),
             tcp: VecDeque::new(),
             events: VecDeque::new(),
             stats: ScanStats::default(),
-            reports: Vec::new(),
+            answer_hint: (0, 0, 0),
         }
     }
 
@@ -404,6 +479,18 @@ impl Scan {
         protocol == BZFLAG || self.plugins.plugin_for(protocol).is_some()
     }
 
+    /// Makes room for `additional` more targets, so that adding a long list does not grow the scheduler's tables step
+    /// by step.
+    pub fn reserve(&mut self, additional: usize) {
+        let additional = additional.min(MAX_PENDING);
+        self.pending.reserve(additional);
+        self.known.reserve(additional);
+        self.last_end.reserve(additional);
+        let running = additional.min(self.config.concurrency);
+        self.by_addr.reserve(running);
+        self.running.reserve(running);
+    }
+
     /// Queues a target; returns its index (its position among all targets, for ordering results).
     pub fn add_target(&mut self, now: Instant, mut target: Target) -> Result<usize, AddError> {
         target.addr = normalize(target.addr);
@@ -417,7 +504,7 @@ impl Scan {
                 self.protocol_names.len() - 1
             }
         };
-        if !self.known.insert((proto, target.addr)) {
+        if !self.known.insert((proto, AddrKey::new(target.addr))) {
             self.stats.duplicates += 1;
             return Err(AddError::Duplicate);
         }
@@ -433,36 +520,34 @@ impl Scan {
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
         self.stats.received += 1;
         let from = normalize(from);
-        let Some(&key) = self.by_addr.get(&from) else {
+        let Some(&key) = self.by_addr.get(&AddrKey::new(from)) else {
             self.stats.unsolicited += 1;
             trace!(%from, len = data.len(), "unsolicited datagram dropped");
             return;
         };
         let now_ms = self.ms(now);
-        let mut reports = std::mem::take(&mut self.reports);
-        reports.clear();
         let Some(q) = self.running.get_mut(key) else { return };
         let Runner::Plugin(inst) = &mut q.runner else {
             self.stats.unsolicited += 1;
-            self.reports = reports;
             return;
         };
-        let r = inst.on_datagram(now_ms, from, data, &mut reports);
+        lend_answer(&self.host, &mut q.answer, self.answer_hint);
+        let r = inst.on_datagram(now_ms, from, data);
+        q.answer = take_answer(&self.host);
         match r {
             Ok(Handled::Accepted) => {
                 if q.ping.is_none() {
                     q.ping = q.last_send.map(|t| now.saturating_duration_since(t));
                 }
-                self.after_call(now, key, &mut reports, Ok(()));
+                self.after_call(now, key, Ok(()));
             }
             Ok(Handled::Ignored) => {
                 self.stats.ignored += 1;
                 debug!(%from, len = data.len(), "datagram ignored by the plugin (token, challenge or late)");
-                self.after_call(now, key, &mut reports, Ok(()));
+                self.after_call(now, key, Ok(()));
             }
-            Err(e) => self.after_call(now, key, &mut reports, Err(e)),
+            Err(e) => self.after_call(now, key, Err(e)),
         }
-        self.reports = reports;
         self.admit(now);
     }
 
@@ -483,7 +568,7 @@ impl Scan {
         if !fatal {
             return;
         }
-        if let Some(&key) = self.by_addr.get(&to) {
+        if let Some(&key) = self.by_addr.get(&AddrKey::new(to)) {
             self.finish(now, key, Err(QueryError::new(ErrorKind::Refused, format!("cannot send to {to}: {err}"))));
             self.admit(now);
         }
@@ -545,14 +630,16 @@ impl Scan {
                     continue;
                 }
                 let now_ms = self.ms(now);
-                let mut reports = std::mem::take(&mut self.reports);
-                reports.clear();
-                let r = match self.running.get_mut(key).map(|q| &mut q.runner) {
-                    Some(Runner::Plugin(inst)) => inst.on_timeout(now_ms, &mut reports),
+                let r = match self.running.get_mut(key) {
+                    Some(Query { runner: Runner::Plugin(inst), answer, .. }) => {
+                        lend_answer(&self.host, answer, self.answer_hint);
+                        let r = inst.on_timeout(now_ms);
+                        *answer = take_answer(&self.host);
+                        r
+                    }
                     _ => Ok(()),
                 };
-                self.after_call(now, key, &mut reports, r);
-                self.reports = reports;
+                self.after_call(now, key, r);
             } else {
                 self.rearm(key);
             }
@@ -560,9 +647,26 @@ impl Scan {
         self.admit(now);
     }
 
-    /// The next datagram to send.
+    /// The next datagram to send (a copy; [`Scan::pending_transmits`] lends them instead).
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.transmits.pop_front()
+        let (to, data) = self.pending_transmits().next().map(|(to, d)| (to, d.to_vec()))?;
+        self.consume_transmits(1);
+        Some(Transmit { to, data })
+    }
+
+    /// The datagrams waiting to be sent, oldest first, borrowed. Drop the ones sent with
+    /// [`Scan::consume_transmits`].
+    pub fn pending_transmits(&self) -> impl ExactSizeIterator<Item = (SocketAddr, &[u8])> + '_ {
+        self.transmits.iter().map(|&(to, start, len)| (to, self.transmit_bytes.get(start..start + len).unwrap_or(&[])))
+    }
+
+    /// Forgets the first `n` waiting datagrams (they were sent, or handed on).
+    pub fn consume_transmits(&mut self, n: usize) {
+        let n = n.min(self.transmits.len());
+        self.transmits.drain(..n);
+        if self.transmits.is_empty() {
+            self.transmit_bytes.clear();
+        }
     }
 
     /// The next built-in TCP query to start.
@@ -606,19 +710,21 @@ impl Scan {
         let mut blocked_until: Option<Instant> = None;
         let mut rotations = self.pending.len();
         while self.running.len() < self.config.concurrency && rotations > 0 {
-            if self.bucket.tokens < 1.0 {
+            if !self.bucket.can_start() {
+                self.bucket.dry = true;
                 let at = self.bucket.ready_at(now);
                 blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
                 break;
             }
             let Some((index, target)) = self.pending.pop_front() else { break };
             rotations -= 1;
-            if self.by_addr.contains_key(&target.addr) {
+            let addr = AddrKey::new(target.addr);
+            if self.by_addr.contains_key(&addr) {
                 // Busy: it is looked at again when that query ends (which calls `admit`).
                 self.pending.push_back((index, target));
                 continue;
             }
-            if let Some(end) = self.last_end.get(&target.addr) {
+            if let Some(end) = self.last_end.get(&addr) {
                 let at = later(*end, self.config.pace);
                 if at > now {
                     blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
@@ -656,14 +762,12 @@ impl Scan {
             last_send: None,
             ping: None,
             sends: 0,
-            answer: Answer::default(),
-            players: Vec::new(),
+            answer: None,
             list_complete: true,
-            entries: Vec::new(),
-            entry_set: HashSet::new(),
+            master: (kind == ProtocolKind::Master).then(Box::default),
             kind,
         });
-        self.by_addr.insert(addr, key);
+        self.by_addr.insert(AddrKey::new(addr), key);
         if self.running[key].target.protocol == BZFLAG {
             self.bucket.tokens -= 1.0;
             self.stats.sent += 1;
@@ -684,6 +788,8 @@ impl Scan {
             self.finish(now, key, Err(QueryError::new(ErrorKind::Unsupported, detail)));
             return;
         };
+        // The new query's answer is lent for `create` (a plugin may finish from there).
+        lend_answer(&self.host, &mut self.running[key].answer, self.answer_hint);
         let q = &self.running[key];
         let joined: Vec<(String, String)>;
         let params: &[(String, String)] = if q.target.params.is_empty() {
@@ -699,29 +805,21 @@ impl Scan {
             seed: derive_seed(self.config.seed, tag),
             params,
         };
-        let mut reports = std::mem::take(&mut self.reports);
-        reports.clear();
         let now_ms = self.ms(now);
         let protocol = &q.target.protocol;
-        let created = PluginInstance::create(&self.host, &lib, protocol, addr, tag, now_ms, &options, &mut reports);
+        let created = PluginInstance::create(&self.host, &lib, protocol, addr, tag, now_ms, &options);
+        let answer = take_answer(&self.host);
         match created {
             Ok(inst) => {
-                self.running[key].runner = Runner::Plugin(inst);
-                self.after_call(now, key, &mut reports, Ok(()));
+                let q = &mut self.running[key];
+                q.runner = Runner::Plugin(inst);
+                q.answer = answer;
+                self.after_call(now, key, Ok(()));
             }
             Err(e) => {
                 let err = create_error(&lib, protocol, e);
-                self.log_reports(&lib, addr, &reports);
+                log_reports(&lib, addr, &self.host.output());
                 self.finish(now, key, Err(err));
-            }
-        }
-        self.reports = reports;
-    }
-
-    fn log_reports(&self, lib: &Rc<PluginLibrary>, addr: SocketAddr, reports: &[Report]) {
-        for r in reports {
-            if let Report::Log { level, msg } = r {
-                log_line(lib.name(), addr, *level, msg);
             }
         }
     }
@@ -730,7 +828,7 @@ impl Scan {
     ///
     /// A query stays in `running` until [`Scan::finish`] removes it; the `self.running[key]` indexing here and in
     /// `start` always follows a successful lookup of `key` with no `finish` in between.
-    fn after_call(&mut self, now: Instant, key: usize, reports: &mut Vec<Report>, call: Result<(), CallError>) {
+    fn after_call(&mut self, now: Instant, key: usize, call: Result<(), CallError>) {
         let Some(q) = self.running.get_mut(key) else { return };
         let lib = match &q.runner {
             Runner::Plugin(inst) => Some(inst.plugin().clone()),
@@ -743,10 +841,11 @@ impl Scan {
         if let Err(e) = call {
             failure = Some(QueryError::new(ErrorKind::Plugin, format!("{e} ({plugin} plugin); query dropped")));
         }
-        for r in reports.drain(..) {
+        let out = self.host.output();
+        for &r in &out.reports {
             if failure.is_some() {
-                if let Report::Log { level, msg } = &r {
-                    log_line(plugin, addr, *level, msg);
+                if let Report::Log { level, msg } = r {
+                    log_line(plugin, addr, level, out.text(msg));
                 }
                 continue;
             }
@@ -775,51 +874,26 @@ impl Scan {
                     q.last_send = Some(now);
                     self.bucket.tokens -= 1.0;
                     self.stats.sent += 1;
-                    self.transmits.push_back(Transmit { to, data });
+                    let bytes = out.bytes(data);
+                    self.transmits.push_back((to, self.transmit_bytes.len(), bytes.len()));
+                    self.transmit_bytes.extend_from_slice(bytes);
                 }
-                Report::Server { key: k, value } => {
-                    if k == query_abi::keys::PLAYER_LIST_COMPLETE {
-                        q.list_complete = !matches!(value, super::plugin::Val::Bool(false));
-                    } else {
-                        q.answer.set_server_field(k, value);
-                    }
-                }
-                Report::Rule { key: k, value } => {
-                    if q.answer.rules.len() >= MAX_FIELDS {
-                        failure = Some(too_many(plugin, "rules", MAX_FIELDS));
-                        continue;
-                    }
-                    q.answer.rules.set_owned(k, serde_json::Value::String(value));
-                }
-                Report::Raw { key: k, value } => {
-                    if q.answer.raw.len() >= MAX_FIELDS {
-                        failure = Some(too_many(plugin, "raw fields", MAX_FIELDS));
-                        continue;
-                    }
-                    q.answer.raw.set_owned(k, value.into_json());
-                }
-                Report::Player(p) => {
-                    if q.players.len() >= MAX_PLAYERS {
-                        failure = Some(too_many(plugin, "players", MAX_PLAYERS));
-                        continue;
-                    }
-                    q.players.push(PlayerEntry::from(p));
-                }
+                Report::ListComplete(complete) => q.list_complete = complete,
                 Report::MasterEntry(a) => {
-                    if q.kind != ProtocolKind::Master {
+                    let Some(m) = q.master.as_deref_mut() else {
                         failure = Some(QueryError::new(
                             ErrorKind::Plugin,
                             format!("the {plugin} plugin reported master entries for a server query"),
                         ));
                         continue;
-                    }
-                    if q.entries.len() >= MAX_MASTER_ENTRIES {
+                    };
+                    if m.entries.len() >= MAX_MASTER_ENTRIES {
                         failure = Some(too_many(plugin, "master entries", MAX_MASTER_ENTRIES));
                         continue;
                     }
                     let a = normalize(a);
-                    if q.entry_set.insert(a) {
-                        q.entries.push(a);
+                    if m.seen.insert(AddrKey::new(a)) {
+                        m.entries.push(a);
                     }
                 }
                 Report::Done { status, error } => {
@@ -828,20 +902,26 @@ impl Scan {
                             Ok(())
                         } else {
                             let kind = ErrorKind::from_status(status);
-                            let detail = if error.is_empty() { status.name().to_lowercase() } else { error };
+                            let detail = if error.is_empty() {
+                                status.name().to_lowercase()
+                            } else {
+                                out.text(error).to_owned()
+                            };
                             Err(QueryError::new(kind, detail))
                         });
                     }
                 }
-                Report::Log { level, msg } => log_line(plugin, addr, level, &msg),
+                Report::Log { level, msg } => log_line(plugin, addr, level, out.text(msg)),
                 Report::Rejected(why) => {
                     failure = Some(QueryError::new(
                         ErrorKind::Plugin,
                         format!("the {plugin} plugin reported invalid data ({why}); query dropped"),
                     ));
                 }
+                Report::TooMany { what, max } => failure = Some(too_many(plugin, what, max)),
             }
         }
+        drop(out);
         if let Some(f) = failure {
             warn!(plugin, server = %addr, error = %f, "plugin failure");
             self.finish(now, key, Err(f));
@@ -850,26 +930,37 @@ impl Scan {
         match done {
             Some(Ok(())) => {
                 let q = &mut self.running[key];
-                let mut answer = std::mem::take(&mut q.answer);
-                if q.kind == ProtocolKind::Master {
-                    answer.servers = Some(std::mem::take(&mut q.entries));
-                } else if q.list_complete || !q.players.is_empty() {
-                    answer.player_list = Some(std::mem::take(&mut q.players));
+                let mut answer = q.answer.take().map_or_else(Answer::default, |b| *b);
+                if let Some(m) = q.master.take() {
+                    answer.set_servers(Some(m.entries));
+                } else {
+                    answer.set_player_list_known(q.list_complete || answer.player_count() > 0);
                 }
                 if !q.list_complete && q.kind == ProtocolKind::Server {
-                    answer.raw.set("player_list_complete", serde_json::Value::Bool(false));
+                    answer.set_raw("player_list_complete", FieldValue::Bool(false));
                 }
+                // The next answers get about this much room at once (a decaying maximum, capped).
+                let (text, fields, players) = answer.sizes();
+                let (ht, hf, hp) = self.answer_hint;
+                self.answer_hint = (
+                    text.max(ht - ht / 8).min(MAX_ANSWER_HINT.0),
+                    fields.max(hf - hf / 8).min(MAX_ANSWER_HINT.1),
+                    players.max(hp - hp / 8).min(MAX_ANSWER_HINT.2),
+                );
                 self.finish(now, key, Ok(answer));
             }
             Some(Err(e)) => self.finish(now, key, Err(e)),
             None => {
-                // Still running: ask for the next deadline.
-                let mut more = Vec::new();
+                // Still running: ask for the next deadline (no answer is lent: reports from here are dropped).
                 let d = match &mut self.running[key].runner {
-                    Runner::Plugin(inst) => inst.next_deadline_ms(&mut more),
+                    Runner::Plugin(inst) => inst.next_deadline_ms(),
                     Runner::Tcp => None,
                 };
-                if more.iter().any(|r| !matches!(r, Report::Log { .. })) {
+                let reported = {
+                    let out = self.host.output();
+                    out.data_reports > 0 || out.reports.iter().any(|r| !matches!(r, Report::Log { .. }))
+                };
+                if reported {
                     self.finish(
                         now,
                         key,
@@ -912,10 +1003,13 @@ impl Scan {
             return;
         }
         let q = self.running.remove(key);
-        if self.by_addr.get(&q.target.addr) == Some(&key) {
-            self.by_addr.remove(&q.target.addr);
+        let addr = AddrKey::new(q.target.addr);
+        if let hash_map::Entry::Occupied(e) = self.by_addr.entry(addr) {
+            if *e.get() == key {
+                e.remove();
+            }
         }
-        self.last_end.insert(q.target.addr, now);
+        self.last_end.insert(addr, now);
         self.stats.finished += 1;
         match &outcome {
             Ok(_) => self.stats.answered += 1,
@@ -931,7 +1025,7 @@ impl Scan {
             debug!(protocol = %q.target.protocol, server = %q.target.addr, error = %e, "query failed");
         }
         let expand = match (&outcome, &q.target.expand) {
-            (Ok(a), Some((proto, params))) => a.servers.clone().map(|s| (s, proto.clone(), params.clone())),
+            (Ok(a), Some((proto, params))) => a.servers().map(|s| (s.to_vec(), proto.clone(), params.clone())),
             _ => None,
         };
         let mut q = q;
@@ -984,6 +1078,14 @@ fn create_error(lib: &PluginLibrary, protocol: &str, e: CallError) -> QueryError
             format!("the {name} plugin refused the parameters for {protocol:?} (see its log line)"),
         ),
         e => QueryError::new(ErrorKind::Plugin, format!("{e} ({name} plugin); query dropped")),
+    }
+}
+
+fn log_reports(lib: &PluginLibrary, addr: SocketAddr, out: &CallOutput) {
+    for r in &out.reports {
+        if let Report::Log { level, msg } = *r {
+            log_line(lib.name(), addr, level, out.text(msg));
+        }
     }
 }
 
@@ -1060,5 +1162,30 @@ mod tests {
         s.handle_timeout(next);
         assert!(s.poll_tcp_query().is_some());
         assert!(s.poll_tcp_query().is_none());
+    }
+
+    #[test]
+    fn once_the_bucket_runs_dry_new_queries_start_in_batches() {
+        let now = Instant::now();
+        // 5000 datagrams per second: a batch is 10 tokens, two milliseconds' worth.
+        let cfg = ScanConfig { rate: 5000, burst: 10, ..ScanConfig::default() };
+        let mut s = Scan::new(PluginSet::default(), cfg, now);
+        for port in 1..=40 {
+            s.add_target(now, Target::new(BZFLAG, SocketAddr::from(([127, 0, 0, 1], port)))).unwrap();
+        }
+        let started = |s: &mut Scan| std::iter::from_fn(|| s.poll_tcp_query()).count();
+        assert_eq!(started(&mut s), 10, "the burst");
+        // Half a millisecond later (2.5 tokens) nothing starts: the bucket waits for a batch.
+        s.handle_timeout(now + Duration::from_micros(500));
+        assert_eq!(started(&mut s), 0);
+        let next = s.poll_timeout().unwrap();
+        assert_eq!(next, now + Duration::from_millis(2));
+        s.handle_timeout(next);
+        assert_eq!(started(&mut s), 10, "a batch at once");
+        // The average rate holds: ten more every two milliseconds.
+        s.handle_timeout(now + Duration::from_millis(4));
+        s.handle_timeout(now + Duration::from_millis(6));
+        assert_eq!(started(&mut s), 20);
+        assert_eq!(s.stats().started, 40);
     }
 }

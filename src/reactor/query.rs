@@ -1,8 +1,10 @@
 //! The reactor's query driver: [`Scan`]s on the same `Poll` as the BZFlag sessions.
 //!
 //! Each scan gets one unconnected UDP socket per address family (opened on its first datagram to that family),
-//! shared by all of its queries; replies are read until `WouldBlock` and handed to the scan, which demultiplexes
-//! them by source address. Datagrams the kernel cannot take right away wait in a bounded queue per socket
+//! shared by all of its queries; replies are read in batches (one `recvmmsg` for up to 32 datagrams on Linux, see
+//! [`batch`]) until the socket is empty or [`QUERY_READ_BUDGET`] datagrams were read this turn, and handed to the
+//! scan, which demultiplexes them by source address. The scan's datagrams go out in batches too (`sendmmsg`), straight
+//! from its buffer; those the kernel cannot take right away wait in a bounded queue per socket
 //! ([`MAX_QUERY_UDP_QUEUE`]) with `WRITABLE` interest registered only while the queue is not empty. The scan's
 //! deadline is part of the reactor's poll timeout. Built-in TCP queries (`bzflag`) run as ordinary query-only
 //! sessions on the reactor whose outcome goes back to the scan instead of to [`Reactor::poll_event`].
@@ -13,7 +15,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use mio::net::UdpSocket;
-use mio::{Interest, Token};
+use mio::{Interest, Registry, Token};
+use slab::Slab;
 use tracing::debug;
 
 use super::{Reactor, SessionId, SessionOptions, Source};
@@ -21,10 +24,17 @@ use crate::bzflag::event::Event;
 use crate::bzflag::session::{SessionConfig, SessionEnd};
 use crate::query::result::{Answer, ErrorKind, QueryError};
 use crate::query::scan::{Scan, ScanEvent, TcpQueryId};
+use batch::{send_batch, RecvBatch, BATCH};
+
+mod batch;
 
 /// Most datagrams waiting for one query socket while the kernel buffer is full; beyond it the oldest are dropped
 /// (their queries retry or time out).
 pub const MAX_QUERY_UDP_QUEUE: usize = 4096;
+
+/// Datagrams read from one query socket per turn before the reactor's other sources (and the scan's own timers and
+/// output) get their turn; the rest are read on the next turn, which comes at once.
+pub const QUERY_READ_BUDGET: usize = 2 * BATCH;
 
 /// Identifies a scan on a reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,6 +62,8 @@ pub(super) struct ScanConn {
     /// Why a family's socket could not be opened (every datagram to it then fails its query).
     open_error: [Option<String>; 2],
     dropped: u64,
+    /// Receive slots, shared by the scan's sockets (made at the first read).
+    recv: Option<Box<RecvBatch>>,
 }
 
 impl ScanConn {
@@ -69,7 +81,14 @@ impl ScanConn {
 impl Reactor {
     /// Puts a scan on the reactor. Its sockets open when it first sends.
     pub fn add_scan(&mut self, scan: Scan) -> ScanId {
-        let id = ScanId(self.scans.insert(ScanConn { scan, v4: None, v6: None, open_error: [None, None], dropped: 0 }));
+        let id = ScanId(self.scans.insert(ScanConn {
+            scan,
+            v4: None,
+            v6: None,
+            open_error: [None, None],
+            dropped: 0,
+            recv: None,
+        }));
         self.pump_scan(id, Instant::now());
         id
     }
@@ -134,11 +153,32 @@ impl Reactor {
     pub(super) fn on_query_udp_ready(&mut self, id: ScanId, v6: bool, now: Instant, readable: bool, writable: bool) {
         let Some(sc) = self.scans.get_mut(id.0) else { return };
         if readable {
-            let ScanConn { scan, v4, v6: s6, .. } = sc;
+            let ScanConn { scan, v4, v6: s6, recv, .. } = sc;
             let Some(s) = (if v6 { s6.as_mut() } else { v4.as_mut() }) else { return };
+            let batch = recv.get_or_insert_with(|| Box::new(RecvBatch::new()));
+            let mut read = 0;
             loop {
-                match s.sock.recv_from(&mut self.buf) {
-                    Ok((n, from)) => scan.handle_datagram(now, from, &self.buf[..n]),
+                if read >= QUERY_READ_BUDGET {
+                    self.backlog.push(s.token);
+                    break;
+                }
+                match batch.recv(&s.sock) {
+                    Ok(n) => {
+                        read += n;
+                        for i in 0..n {
+                            let Some((from, data, truncated)) = batch.get(i) else { break };
+                            if truncated {
+                                // Cannot happen with full-size slots; never parse a cut datagram.
+                                debug!(%from, len = data.len(), "truncated datagram dropped");
+                                continue;
+                            }
+                            scan.handle_datagram(now, from, data);
+                        }
+                        // A short batch means the socket was empty; every later datagram raises a new event.
+                        if n < BATCH {
+                            break;
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     // Errors queued on the socket (e.g. ICMP reports where the system passes them on) are not
@@ -217,52 +257,8 @@ impl Reactor {
             let Some(sc) = self.scans.get_mut(id.0) else { return };
             let mut progressed = false;
             let mut send_errors = Vec::new();
-            while let Some(t) = sc.scan.poll_transmit() {
-                progressed = true;
-                let fam = usize::from(t.to.is_ipv6());
-                if let Some(why) = &sc.open_error[fam] {
-                    send_errors.push((t.to, io::Error::new(io::ErrorKind::AddrNotAvailable, why.clone())));
-                    continue;
-                }
-                let slot = if t.to.is_ipv6() { &mut sc.v6 } else { &mut sc.v4 };
-                if slot.is_none() {
-                    match open_query_socket(t.to.is_ipv6()) {
-                        Ok(mut sock) => {
-                            let token = Token(self.sources.insert(Source::QueryUdp(id, t.to.is_ipv6())));
-                            match self.poll.registry().register(&mut sock, token, Interest::READABLE) {
-                                Ok(()) => {
-                                    *slot = Some(QuerySock {
-                                        sock,
-                                        token,
-                                        queue: VecDeque::new(),
-                                        writable_interest: false,
-                                    })
-                                }
-                                Err(e) => {
-                                    self.sources.remove(token.0);
-                                    sc.open_error[fam] = Some(format!("cannot register the query socket: {e}"));
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            let fam_name = if t.to.is_ipv6() { "IPv6" } else { "IPv4" };
-                            sc.open_error[fam] = Some(format!("cannot open an {fam_name} UDP socket: {e}"));
-                        }
-                    }
-                }
-                let Some(s) = slot.as_mut() else {
-                    let why = sc.open_error[fam].clone().unwrap_or_default();
-                    send_errors.push((t.to, io::Error::new(io::ErrorKind::AddrNotAvailable, why)));
-                    continue;
-                };
-                if s.queue.len() >= MAX_QUERY_UDP_QUEUE {
-                    s.queue.pop_front();
-                    sc.dropped += 1;
-                }
-                s.queue.push_back((t.to, t.data));
-                // Send at once while the kernel takes it, so ping starts when the request leaves.
-                flush_query(s, &mut send_errors);
-            }
+            let registry = self.poll.registry();
+            progressed |= send_datagrams(sc, id, &mut self.sources, registry, &mut send_errors);
             for (to, e) in send_errors {
                 progressed = true;
                 sc.scan.handle_send_error(now, to, &e);
@@ -337,6 +333,86 @@ impl Reactor {
             self.remove_session(SessionId(k));
         }
     }
+}
+
+/// Sends what the scan has waiting, in order, in batches of one address family (straight from the scan's buffer);
+/// what the kernel cannot take now waits in the socket's queue, behind anything already there. Opens a family's
+/// socket at its first datagram. Returns whether there was anything to send; failed sends go to `errors`.
+fn send_datagrams(
+    sc: &mut ScanConn,
+    id: ScanId,
+    sources: &mut Slab<Source>,
+    registry: &Registry,
+    errors: &mut Vec<(SocketAddr, io::Error)>,
+) -> bool {
+    let ScanConn { scan, v4, v6, open_error, dropped, .. } = sc;
+    let mut any = false;
+    loop {
+        let Some(first) = scan.pending_transmits().next().map(|(to, _)| to) else { break };
+        any = true;
+        let is_v6 = first.is_ipv6();
+        let fam = usize::from(is_v6);
+        let slot = if is_v6 { &mut *v6 } else { &mut *v4 };
+        if slot.is_none() && open_error[fam].is_none() {
+            match open_query_socket(is_v6) {
+                Ok(mut sock) => {
+                    let token = Token(sources.insert(Source::QueryUdp(id, is_v6)));
+                    match registry.register(&mut sock, token, Interest::READABLE) {
+                        Ok(()) => {
+                            *slot = Some(QuerySock { sock, token, queue: VecDeque::new(), writable_interest: false })
+                        }
+                        Err(e) => {
+                            sources.remove(token.0);
+                            open_error[fam] = Some(format!("cannot register the query socket: {e}"));
+                        }
+                    }
+                }
+                Err(e) => {
+                    let fam_name = if is_v6 { "IPv6" } else { "IPv4" };
+                    open_error[fam] = Some(format!("cannot open an {fam_name} UDP socket: {e}"));
+                }
+            }
+        }
+        let Some(s) = slot.as_mut() else {
+            let why = open_error[fam].clone().unwrap_or_default();
+            errors.push((first, io::Error::new(io::ErrorKind::AddrNotAvailable, why)));
+            scan.consume_transmits(1);
+            continue;
+        };
+        // The next run of datagrams to this family, up to a batch.
+        let mut run: [(SocketAddr, &[u8]); BATCH] = [(first, &[]); BATCH];
+        let mut n = 0;
+        for (slot, t) in run.iter_mut().zip(scan.pending_transmits().take_while(|(to, _)| to.is_ipv6() == is_v6)) {
+            *slot = t;
+            n += 1;
+        }
+        let run = &run[..n];
+        // Sent at once while the kernel takes them, so ping starts when the request leaves; behind older ones when
+        // some already wait.
+        let sent = if s.queue.is_empty() { send_batch(&s.sock, run) } else { Err(io::ErrorKind::WouldBlock.into()) };
+        match sent {
+            Ok(k) if k > 0 => scan.consume_transmits(k),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                // The first datagram of the run failed (no route...); the others are tried again.
+                errors.push((first, e));
+                scan.consume_transmits(1);
+            }
+            // The kernel's buffer is full, or older datagrams wait: the run waits behind them.
+            _ => {
+                for &(to, data) in run {
+                    if s.queue.len() >= MAX_QUERY_UDP_QUEUE {
+                        s.queue.pop_front();
+                        *dropped += 1;
+                    }
+                    s.queue.push_back((to, data.to_vec()));
+                }
+                scan.consume_transmits(n);
+                flush_query(s, errors);
+            }
+        }
+    }
+    any
 }
 
 fn flush_query(s: &mut QuerySock, errors: &mut Vec<(SocketAddr, io::Error)>) {

@@ -71,7 +71,7 @@ fn replies_from_other_addresses_or_with_stale_challenges_are_dropped() {
     let by: std::collections::HashMap<SocketAddr, _> = results.iter().map(|r| (r.address, r)).collect();
     assert_eq!(by[&spoofed.addr()].outcome.as_ref().unwrap_err().kind, ErrorKind::Timeout);
     let a = by[&stale.addr()].outcome.as_ref().unwrap();
-    assert_eq!(a.name.as_deref(), Some("fresh"));
+    assert_eq!(a.name(), Some("fresh"));
     let st = reactor.scan(id).unwrap().stats();
     assert_eq!(st.unsolicited, 2, "both spoofed answers (one per attempt): {st:?}");
     assert_eq!(st.ignored, 1, "the stale challenge: {st:?}");

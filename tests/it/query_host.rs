@@ -161,15 +161,15 @@ fn misbehaving_plugins_fail_their_own_queries_and_everything_else_goes_on() {
     for (i, e) in echoes.iter().enumerate() {
         let r = got[&e.addr()];
         let a = r.outcome.as_ref().unwrap_or_else(|e| panic!("echo {i}: {e}"));
-        assert_eq!(a.name.as_deref(), Some(format!("echo-{i}").as_str()));
+        assert_eq!(a.name(), Some(format!("echo-{i}").as_str()));
         assert!(r.ping_ms.is_some());
     }
     let a = got[&q3[0].addr()].outcome.as_ref().unwrap();
-    assert_eq!((a.name.as_deref(), a.map.as_deref(), a.players), (Some("fake one"), Some("q3dm1"), Some(1)));
-    let names: Vec<&str> = a.player_list.as_ref().unwrap().iter().map(|p| p.name.as_str()).collect();
+    assert_eq!((a.name(), a.map(), a.players()), (Some("fake one"), Some("q3dm1"), Some(1)));
+    let names: Vec<&str> = a.player_list().unwrap().map(|p| p.name).collect();
     assert_eq!(names, ["alpha"]);
     let a = got[&q3[1].addr()].outcome.as_ref().unwrap();
-    assert_eq!(a.player_list.as_ref().unwrap().len(), 2);
+    assert_eq!(a.player_list().unwrap().len(), 2);
 
     let outcome = |p: &str| {
         let i = bad.iter().position(|b| b == &p).unwrap();
@@ -243,13 +243,13 @@ fn a_bzflag_observer_and_a_scan_share_one_reactor() {
     let got = by_addr(&results);
     assert_eq!(got.len(), 3);
     let a = got[&q3.addr()].outcome.as_ref().unwrap();
-    assert_eq!(a.name.as_deref(), Some("side by side"));
-    assert_eq!(got[&e.addr()].outcome.as_ref().unwrap().name.as_deref(), Some("echoed"));
+    assert_eq!(a.name(), Some("side by side"));
+    assert_eq!(got[&e.addr()].outcome.as_ref().unwrap().name(), Some("echoed"));
     let bz = got[&bzfs.addr()];
     let a = bz.outcome.as_ref().unwrap_or_else(|e| panic!("bzflag: {e}"));
     assert_eq!(bz.protocol, "bzflag");
-    assert_eq!(a.version.as_deref(), Some("BZFS0221"));
-    assert!(a.max_players.is_some_and(|m| m > 0));
+    assert_eq!(a.version(), Some("BZFS0221"));
+    assert!(a.max_players().is_some_and(|m| m > 0));
     assert!(bz.ping_ms.is_some());
 
     // The observer is still in the game and leaves cleanly; the scan's query session is gone.

@@ -21,6 +21,7 @@
 use crate::msg::{self, Pair, Reply};
 use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
 use query_wire::text::parse_int;
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
@@ -48,8 +49,12 @@ impl QueryEngine for Quake3Engine {
         now_ms: u64,
         sink: &mut dyn Sink,
     ) -> Result<Self, CreateError> {
-        let chal = format!("bzh{:016x}", config.derive(1));
-        Self::with_challenges(protocol, target, config, &chal, &chal, now_ms, sink)
+        // `bzh` and 16 lowercase hex digits (the same text `format!("bzh{:016x}")` makes, without its machinery).
+        let n = config.derive(1);
+        let mut chal = String::with_capacity(19);
+        chal.push_str("bzh");
+        chal.extend((0..16).rev().map(|i| char::from(b"0123456789abcdef"[((n >> (i * 4)) & 0xf) as usize])));
+        Self::build(protocol, target, config, chal, None, now_ms, sink)
     }
 
     fn on_datagram(&mut self, now_ms: u64, from: SocketAddr, data: &[u8], sink: &mut dyn Sink) -> Datagram {
@@ -87,13 +92,28 @@ impl Quake3Engine {
         now_ms: u64,
         sink: &mut dyn Sink,
     ) -> Result<Self, CreateError> {
+        let status = (status_challenge != info_challenge).then(|| status_challenge.to_owned());
+        Self::build(protocol, target, config, info_challenge.to_owned(), status, now_ms, sink)
+    }
+
+    /// [`Quake3Engine::with_challenges`] with owned challenges (`None`: getstatus uses getinfo's).
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        protocol: &str,
+        target: SocketAddr,
+        config: &QueryConfig,
+        info_challenge: String,
+        status_challenge: Option<String>,
+        now_ms: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<Self, CreateError> {
         let flavor = match protocol {
             "quake3" => Flavor::Quake3,
             "warsow" => Flavor::Warsow,
             "dpmaster" => return Ok(Quake3Engine::Master(Box::new(MasterQuery::new(target, config, now_ms, sink)?))),
             _ => return Err(CreateError::UnknownProtocol),
         };
-        let q = ServerQuery::new(flavor, target, config, [info_challenge, status_challenge], now_ms, sink)?;
+        let q = ServerQuery::new(flavor, target, config, info_challenge, status_challenge, now_ms, sink)?;
         Ok(Quake3Engine::Server(Box::new(q)))
     }
 }
@@ -126,11 +146,16 @@ pub struct ServerQuery {
     flavor: Flavor,
     ask: Ask,
     target: SocketAddr,
+    /// Warsow's short query: the protocol number asked for (empty otherwise).
     protocol: String,
     config: QueryConfig,
-    /// Every challenge sent so far (replies to earlier attempts still count).
-    challenges: Vec<String>,
-    base_challenges: [String; 2],
+    /// The first attempt's challenge for getinfo, and for getstatus when it differs (`None`: the same).
+    info_challenge: String,
+    status_challenge: Option<String>,
+    /// Which of the two went out with the first attempt (replies to any attempt count).
+    first_sent: [bool; 2],
+    /// The challenges of the retries (`<first>r<attempt>`), as sent.
+    retry_challenges: Vec<String>,
     attempt: u32,
     deadline: Option<u64>,
     /// The infoResponse's info string, kept raw and decoded once at the end.
@@ -147,7 +172,8 @@ impl ServerQuery {
         flavor: Flavor,
         target: SocketAddr,
         config: &QueryConfig,
-        challenges: [&str; 2],
+        info_challenge: String,
+        status_challenge: Option<String>,
         now_ms: u64,
         sink: &mut dyn Sink,
     ) -> Result<ServerQuery, CreateError> {
@@ -162,11 +188,17 @@ impl ServerQuery {
                 )))
             }
         };
-        let protocol = config.param("protocol").unwrap_or("22").to_owned();
-        if ask == Ask::Short && (protocol.is_empty() || !protocol.bytes().all(|b| b.is_ascii_digit())) {
-            return Err(CreateError::BadConfig(format!("protocol {protocol:?}: expected a number")));
-        }
-        if let Some(bad) = challenges.iter().find(|c| !msg::valid_challenge(c)) {
+        let protocol = if ask == Ask::Short {
+            let p = config.param("protocol").unwrap_or("22");
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(CreateError::BadConfig(format!("protocol {p:?}: expected a number")));
+            }
+            p.to_owned()
+        } else {
+            String::new()
+        };
+        let challenges = [Some(info_challenge.as_str()), status_challenge.as_deref()];
+        if let Some(bad) = challenges.into_iter().flatten().find(|c| !msg::valid_challenge(c)) {
             return Err(CreateError::BadConfig(format!("challenge {bad:?} is not printable text without separators")));
         }
         let mut q = ServerQuery {
@@ -175,8 +207,10 @@ impl ServerQuery {
             target,
             protocol,
             config: config.without_params(),
-            challenges: Vec::new(),
-            base_challenges: [challenges[0].to_owned(), challenges[1].to_owned()],
+            info_challenge,
+            status_challenge,
+            first_sent: [false; 2],
+            retry_challenges: Vec::new(),
             attempt: 0,
             deadline: None,
             info: None,
@@ -188,11 +222,25 @@ impl ServerQuery {
         Ok(q)
     }
 
-    fn challenge(&mut self, which: usize) -> String {
-        let base = self.base_challenges.get(which).map_or("bzh", String::as_str);
-        let c = if self.attempt == 0 { base.to_owned() } else { format!("{base}r{}", self.attempt) };
-        self.challenges.push(c.clone());
-        c
+    /// The first attempt's challenge for getinfo (0) or getstatus (1).
+    fn first_challenge(&self, which: usize) -> &str {
+        match (which, &self.status_challenge) {
+            (1, Some(c)) => c,
+            _ => &self.info_challenge,
+        }
+    }
+
+    /// Sends getinfo (0) or getstatus (1) with this attempt's challenge, and remembers the challenge.
+    fn send_request(&mut self, which: usize, sink: &mut dyn Sink) {
+        let request = |c: &str| if which == 0 { msg::getinfo(c) } else { msg::getstatus(c) };
+        if self.attempt == 0 {
+            self.first_sent[which] = true;
+            sink.send(self.target, &request(self.first_challenge(which)));
+        } else {
+            let c = format!("{}r{}", self.first_challenge(which), self.attempt);
+            sink.send(self.target, &request(&c));
+            self.retry_challenges.push(c);
+        }
     }
 
     fn wants_info(&self) -> bool {
@@ -208,12 +256,10 @@ impl ServerQuery {
             sink.send(self.target, &msg::warsow_info(&self.protocol));
         }
         if self.wants_info() {
-            let c = self.challenge(0);
-            sink.send(self.target, &msg::getinfo(&c));
+            self.send_request(0, sink);
         }
         if self.wants_status() {
-            let c = self.challenge(1);
-            sink.send(self.target, &msg::getstatus(&c));
+            self.send_request(1, sink);
         }
         let mut wait = self.config.wait_ms(self.attempt);
         if self.attempt < self.config.retries {
@@ -226,7 +272,10 @@ impl ServerQuery {
     fn challenge_ok(&self, infostring: &[u8]) -> bool {
         match msg::raw_get(infostring, b"challenge") {
             None => true,
-            Some(c) => self.challenges.iter().any(|m| m.as_bytes() == c),
+            Some(c) => {
+                (0..2).any(|w| self.first_sent[w] && self.first_challenge(w).as_bytes() == c)
+                    || self.retry_challenges.iter().any(|m| m.as_bytes() == c)
+            }
         }
     }
 
@@ -234,6 +283,8 @@ impl ServerQuery {
         if self.done || from != self.target {
             return Datagram::Ignored;
         }
+        // The reply that completes the query is decoded where it lies; one that leaves it waiting is kept.
+        let (mut got_info, mut got_status) = (None, None);
         match msg::classify(data) {
             Some(Reply::Info(body)) if self.wants_info() => {
                 let info_line = msg::split_status(body).0;
@@ -241,14 +292,14 @@ impl ServerQuery {
                     sink.log(Level::Debug, "infoResponse with a challenge we did not send");
                     return Datagram::Ignored;
                 }
-                self.info = Some(info_line.to_vec());
+                got_info = Some(info_line);
             }
             Some(Reply::Status(body)) if self.wants_status() => {
                 if !self.challenge_ok(msg::split_status(body).0) {
                     sink.log(Level::Debug, "statusResponse with a challenge we did not send");
                     return Datagram::Ignored;
                 }
-                self.status = Some(body.to_vec());
+                got_status = Some(body);
             }
             Some(Reply::ShortInfo(body)) if self.ask == Ask::Short && self.short.is_none() => {
                 match msg::parse_short_info(body) {
@@ -263,10 +314,18 @@ impl ServerQuery {
         }
         let complete = match self.ask {
             Ask::Short => self.short.is_some(),
-            _ => !self.wants_info() && !self.wants_status(),
+            _ => (!self.wants_info() || got_info.is_some()) && (!self.wants_status() || got_status.is_some()),
         };
         if complete {
-            self.emit(sink);
+            let (info, status) = (self.info.take(), self.status.take());
+            self.emit(sink, got_info.or(info.as_deref()), got_status.or(status.as_deref()));
+        } else {
+            if let Some(i) = got_info {
+                self.info = Some(i.to_vec());
+            }
+            if let Some(s) = got_status {
+                self.status = Some(s.to_vec());
+            }
         }
         Datagram::Accepted
     }
@@ -277,7 +336,8 @@ impl ServerQuery {
         }
         if self.attempt >= self.config.retries {
             if self.info.is_some() || self.status.is_some() {
-                return self.emit(sink);
+                let (info, status) = (self.info.take(), self.status.take());
+                return self.emit(sink, info.as_deref(), status.as_deref());
             }
             let n = self.attempt + 1;
             return self.finish_error(sink, Status::TIMEOUT, &format!("no reply after {n} attempt(s)"));
@@ -292,26 +352,25 @@ impl ServerQuery {
         sink.done(status, why);
     }
 
-    fn strip(&self, s: &str) -> String {
+    fn strip<'s>(&self, s: &'s str) -> Cow<'s, str> {
         match self.flavor {
             Flavor::Quake3 => msg::strip_q3(s),
             Flavor::Warsow => msg::strip_warsow(s),
         }
     }
 
-    fn emit(&mut self, sink: &mut dyn Sink) {
+    /// Reports what arrived (the getinfo info string, the getstatus body, or Warsow's short info) and finishes.
+    fn emit(&mut self, sink: &mut dyn Sink, info_raw: Option<&[u8]>, status_raw: Option<&[u8]>) {
         self.done = true;
         self.deadline = None;
         if let Some(short) = self.short.take() {
             let pairs = msg::parse_short_info(&short).unwrap_or_default();
             return self.emit_short(sink, &pairs);
         }
-        let have_info = self.info.is_some();
-        let have_status = self.status.is_some();
-        let info_raw = self.info.take().unwrap_or_default();
-        let status_raw = self.status.take().unwrap_or_default();
-        let info = msg::parse_infostring(&info_raw);
-        let (status, players, bad_lines) = msg::parse_status(&status_raw);
+        let have_info = info_raw.is_some();
+        let have_status = status_raw.is_some();
+        let info = msg::parse_infostring(info_raw.unwrap_or_default());
+        let (status, players, bad_lines) = msg::parse_status(status_raw.unwrap_or_default());
         let (ki, ks) = (Known::scan(&info), Known::scan(&status));
         let int = |v: Option<&str>| v.and_then(|v| parse_int(v.as_bytes()));
 

@@ -24,14 +24,24 @@ fn oob(cmd: &str) -> Vec<u8> {
     v
 }
 
+/// `<OOB><command> <argument>`, built in one allocation.
+fn oob_with(command: &str, argument: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(4 + command.len() + 1 + argument.len());
+    v.extend_from_slice(OOB);
+    v.extend_from_slice(command.as_bytes());
+    v.push(b' ');
+    v.extend_from_slice(argument.as_bytes());
+    v
+}
+
 /// `getinfo <challenge>`.
 pub fn getinfo(challenge: &str) -> Vec<u8> {
-    oob(&format!("getinfo {challenge}"))
+    oob_with("getinfo", challenge)
 }
 
 /// `getstatus <challenge>`.
 pub fn getstatus(challenge: &str) -> Vec<u8> {
-    oob(&format!("getstatus {challenge}"))
+    oob_with("getstatus", challenge)
 }
 
 /// Warsow's short query `info <protocol> full empty` (the server stays silent unless `full`/`empty` allow its
@@ -164,7 +174,9 @@ pub fn parse_infostring(b: &[u8]) -> Vec<Pair<'_>> {
             // Exactly as many pairs as the separators allow: a fixed large reservation per reply made glibc
             // consolidate its free lists on every query.
             let mut v = Vec::with_capacity(s.bytes().filter(|&c| c == b'\\').count().div_ceil(2));
-            v.extend(str_pairs(s).map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))));
+            for (k, val) in str_pairs(s) {
+                v.push((Cow::Borrowed(k), Cow::Borrowed(val)));
+            }
             v
         }
         Err(_) => raw_pairs(b).map(|(k, v)| (utf8_or_latin1(k), utf8_or_latin1(v))).collect(),
@@ -356,9 +368,17 @@ pub fn parse_servers(body: &[u8]) -> ServersPage {
     page
 }
 
+/// True when `s` is printable ASCII without a `^`: nothing for the colour strippers to do.
+fn plain_printable(s: &str) -> bool {
+    s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'^')
+}
+
 /// ioquake3's colour codes removed: `^` followed by an ASCII letter or digit (`Q_IsColorString`), plus control
-/// characters.
-pub fn strip_q3(s: &str) -> String {
+/// characters. Borrowed when there is nothing to remove.
+pub fn strip_q3(s: &str) -> Cow<'_, str> {
+    if plain_printable(s) {
+        return Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {
@@ -368,11 +388,15 @@ pub fn strip_q3(s: &str) -> String {
             out.push(c);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
-/// Warsow's colour codes removed: `^0`..`^9`; `^^` is a literal `^` (`Q_GrabCharFromColorString`).
-pub fn strip_warsow(s: &str) -> String {
+/// Warsow's colour codes removed: `^0`..`^9`; `^^` is a literal `^` (`Q_GrabCharFromColorString`). Borrowed when
+/// there is nothing to remove.
+pub fn strip_warsow(s: &str) -> Cow<'_, str> {
+    if plain_printable(s) {
+        return Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {
@@ -388,7 +412,7 @@ pub fn strip_warsow(s: &str) -> String {
             _ => {}
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -460,6 +484,9 @@ mod tests {
         assert_eq!(strip_q3("^1Red^7White^^x^"), "RedWhite^^");
         assert_eq!(strip_q3("a\u{1}b^"), "ab^");
         assert_eq!(strip_warsow("^1Red^^7^x"), "Red^7^x");
+        assert!(matches!(strip_q3("plain name"), Cow::Borrowed("plain name")));
+        assert_eq!(strip_q3("tab\tand del\u{7f}"), "taband del");
+        assert_eq!(strip_warsow("c1\u{85}x"), "c1x");
     }
 
     #[test]
