@@ -9,6 +9,7 @@ mod bots;
 mod captures;
 mod engine_captures;
 mod faults;
+mod fuzz_regressions;
 mod harness;
 mod hostile;
 mod observe;

@@ -98,6 +98,20 @@ impl PluginApi {
     }
 }
 
+/// Longest text the host accepts in one report (`docs/plugins.md`, "What the host checks").
+pub const MAX_TEXT: usize = 64 * 1024;
+
+/// `s` as the host takes it. Text from a server can be longer than [`MAX_TEXT`] (a 65 KB datagram decoded as Latin-1
+/// or lossy UTF-8 grows up to threefold), and the host would fail the query as the plugin's fault: it is cut at the
+/// last character boundary within the limit.
+fn host_text(s: &str) -> Str {
+    let mut end = s.len().min(MAX_TEXT);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Str::new(s.get(..end).unwrap_or(""))
+}
+
 /// The [`Sink`] over the host's callbacks, one per instance.
 pub(crate) struct HostSink {
     api: HostApi,
@@ -113,7 +127,7 @@ fn abi_value(v: Value<'_>) -> AbiValue {
         Value::Null => AbiValue { kind: VALUE_NULL, ..AbiValue::NULL },
         Value::Bool(b) => AbiValue { kind: VALUE_BOOL, int: i64::from(b), ..AbiValue::NULL },
         Value::Int(i) => AbiValue { kind: VALUE_INT, int: i, ..AbiValue::NULL },
-        Value::Str(s) => AbiValue { kind: VALUE_STR, str: Str::new(s), ..AbiValue::NULL },
+        Value::Str(s) => AbiValue { kind: VALUE_STR, str: host_text(s), ..AbiValue::NULL },
     }
 }
 
@@ -142,7 +156,7 @@ impl Sink for HostSink {
         }
         let v = abi_value(value);
         // SAFETY: see the comment above this impl.
-        unsafe { f(self.api.ctx, self.tag, Str::new(key), &v) };
+        unsafe { f(self.api.ctx, self.tag, host_text(key), &v) };
     }
 
     fn rule(&mut self, key: &str, value: &str) {
@@ -151,7 +165,7 @@ impl Sink for HostSink {
             return;
         }
         // SAFETY: see the comment above this impl.
-        unsafe { f(self.api.ctx, self.tag, Str::new(key), Str::new(value)) };
+        unsafe { f(self.api.ctx, self.tag, host_text(key), host_text(value)) };
     }
 
     fn raw(&mut self, key: &str, value: Value<'_>) {
@@ -161,7 +175,7 @@ impl Sink for HostSink {
         }
         let v = abi_value(value);
         // SAFETY: see the comment above this impl.
-        unsafe { f(self.api.ctx, self.tag, Str::new(key), &v) };
+        unsafe { f(self.api.ctx, self.tag, host_text(key), &v) };
     }
 
     fn player(&mut self, p: &Player<'_>) {
@@ -170,11 +184,11 @@ impl Sink for HostSink {
             return;
         }
         self.fields.clear();
-        self.fields.extend(p.extra.iter().map(|(k, v)| AbiField { key: Str::new(k), value: abi_value(*v) }));
+        self.fields.extend(p.extra.iter().map(|(k, v)| AbiField { key: host_text(k), value: abi_value(*v) }));
         let abi = AbiPlayer {
             struct_size: size_of::<AbiPlayer>() as u32,
             reserved: 0,
-            name: Str::new(p.name),
+            name: host_text(p.name),
             score: opt_int(p.score),
             team: abi_value(p.team),
             ping: opt_int(p.ping),
@@ -204,7 +218,7 @@ impl Sink for HostSink {
         }
         self.done = true;
         // SAFETY: see the comment above this impl.
-        unsafe { f(self.api.ctx, self.tag, status, Str::new(error)) };
+        unsafe { f(self.api.ctx, self.tag, status, host_text(error)) };
     }
 
     fn log(&mut self, level: Level, msg: &str) {
@@ -213,7 +227,7 @@ impl Sink for HostSink {
             return;
         }
         // SAFETY: see the comment above this impl.
-        unsafe { f(self.api.ctx, self.tag, level.as_i32(), Str::new(msg)) };
+        unsafe { f(self.api.ctx, self.tag, level.as_i32(), host_text(msg)) };
     }
 
     fn log_enabled(&self, level: Level) -> bool {

@@ -353,7 +353,9 @@ impl Six {
 
     fn finish_extended(&mut self, sink: &mut dyn Sink, complete: bool) {
         let Some(main) = self.ext_main.take() else { return };
-        let clients: Vec<Client> = std::mem::take(&mut self.ext_pages).into_values().flatten().collect();
+        // At most MAX_CLIENTS in all (each page may hold that many: a hostile server could pass the host's limit).
+        let clients: Vec<Client> =
+            std::mem::take(&mut self.ext_pages).into_values().flatten().take(msg::MAX_CLIENTS).collect();
         let complete = complete && count_reaches(clients.len(), main.num_clients);
         let raw: &[(&str, Value<'_>)] = &[
             ("format", Value::Str("extended")),
@@ -378,7 +380,8 @@ impl Six {
 
     fn finish_legacy(&mut self, sink: &mut dyn Sink, complete: bool) {
         let Some(main) = self.legacy_main.take() else { return };
-        let clients: Vec<Client> = std::mem::take(&mut self.legacy_pages).into_values().flatten().collect();
+        let clients: Vec<Client> =
+            std::mem::take(&mut self.legacy_pages).into_values().flatten().take(msg::MAX_CLIENTS).collect();
         let complete = complete && count_reaches(clients.len(), main.num_clients);
         self.done = true;
         self.deadline = None;

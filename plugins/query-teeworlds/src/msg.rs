@@ -175,8 +175,13 @@ fn num(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<i64> {
     parse_int(s).ok_or_else(|| DecodeError::bad(field, at, "not a decimal integer"))
 }
 
+/// Longest text field kept, in bytes (real ones are far shorter: names 16, server names up to 128). Longer ones are
+/// cut: a hostile server's 64 pages of huge names would otherwise pass the host's per-call budget.
+pub const MAX_FIELD: usize = 256;
+
 fn text(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<String> {
-    Ok(lossy(r.cstr(field)?).into_owned())
+    let b = r.cstr(field)?;
+    Ok(lossy(b.get(..MAX_FIELD).unwrap_or(b)).into_owned())
 }
 
 fn counters(r: &mut Reader<'_>, info: &mut ServerInfo, varint: bool) -> DecodeResult<()> {
