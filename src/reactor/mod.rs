@@ -307,7 +307,15 @@ impl Reactor {
             self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
         // Sockets whose peer closed: read them to the end (a short read must not stop before the close).
         let closed: Vec<Token> = self.events.iter().filter(|e| e.is_read_closed()).map(|e| e.token()).collect();
-        ready.extend(self.backlog.drain(..).map(|t| (t, true, false)));
+        // A backlogged source gets its one turn whether or not a new edge came for it too: reading it once per
+        // entry would grow the backlog by one entry a turn under a flood (each call runs out of budget and queues
+        // the token again), and with it the reads, events and memory of every turn.
+        for t in self.backlog.drain(..) {
+            match ready.iter_mut().find(|(r, _, _)| *r == t) {
+                Some(r) => r.1 = true,
+                None => ready.push((t, true, false)),
+            }
+        }
         let mut touched = Vec::new();
         for (token, readable, writable) in ready {
             if token == WAKER_TOKEN {
@@ -810,6 +818,68 @@ mod tests {
         assert_eq!(resolve("::1", 5154).unwrap(), "[::1]:5154".parse().unwrap());
         assert_eq!(resolve("[::1]:9", 5154).unwrap(), "[::1]:9".parse().unwrap());
         assert!(resolve("no such host.invalid", 5154).is_err());
+    }
+
+    /// A server that floods faster than the session reads: each turn reads the socket once (its budget), the
+    /// backlog holds it once, and the events of a turn stay within what one budget of bytes can carry, however
+    /// long the flood lasts. (The backlog used to gain an entry on every turn that also brought a new edge, so
+    /// each turn read more than the last and the event queues grew with the flood.)
+    #[test]
+    fn a_flooded_socket_is_read_once_a_turn_however_long_the_flood() {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let flooder = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut header = [0u8; 10];
+            s.read_exact(&mut header).unwrap();
+            s.write_all(b"BZFS0221\x00").unwrap();
+            let mut enter = [0u8; 4 + 247];
+            s.read_exact(&mut enter).unwrap();
+            s.write_all(&[0, 1, 0x61, 0x63, 0]).unwrap(); // MsgAccept(0)
+            // Unknown codes (a warning each) and chat lines: 7 and 12 bytes.
+            let mut pair = vec![0, 3, b'z', b'z', 1, 2, 3];
+            pair.extend_from_slice(&[0, 8, 0x6d, 0x67, 253, 0, 0]);
+            pair.extend_from_slice(b"flood");
+            let burst: Vec<u8> = pair.iter().copied().cycle().take(pair.len() * 4096).collect();
+            while !stop2.load(Ordering::Relaxed) {
+                if s.write_all(&burst).is_err() {
+                    break;
+                }
+            }
+        });
+
+        let mut r = Reactor::new().unwrap();
+        let config = SessionConfig { callsign: "flooded".into(), full_join: false, udp: false, ..Default::default() };
+        let id = r.add_session(addr, config, SessionOptions::default()).unwrap();
+        // The most frames one budget of reads can hold (the smallest frame of the flood is 7 bytes).
+        let per_turn = READ_BUDGET * 64 * 1024 / 7 + 16;
+        let (mut turns, mut total, mut most, mut most_backlog, mut most_timers) = (0, 0, 0, 0, 0);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) && !r.is_done(id) {
+            r.turn(Some(Duration::from_millis(50))).unwrap();
+            most_backlog = most_backlog.max(r.backlog.len());
+            most_timers = most_timers.max(r.timers.len());
+            let mut n = 0;
+            while r.poll_event().is_some() {
+                n += 1;
+            }
+            turns += 1;
+            total += n;
+            most = most.max(n);
+        }
+        stop.store(true, Ordering::Relaxed);
+        r.remove_session(id);
+        flooder.join().unwrap();
+        assert!(total > 100_000, "the flood did not get going: {total} events in {turns} turns");
+        assert!(most_backlog <= 1, "the backlog held the one socket {most_backlog} times");
+        assert!(most <= per_turn, "{most} events in one turn (at most {per_turn} fit one budget); {turns} turns");
+        // The timer heap gets an entry only when the session's deadline changes, not per message.
+        assert!(most_timers <= 4, "{most_timers} timer entries");
     }
 
     #[test]
