@@ -281,6 +281,8 @@ pub struct BotHost {
     join_seq: u64,
     leaving: bool,
     tick_us: VecDeque<u32>,
+    /// Worlds that could not be modelled, for [`BotHost::turn`] to report.
+    world_failures: VecDeque<String>,
 }
 
 /// Tick durations kept for [`BotHost::tick_times_us`].
@@ -311,6 +313,7 @@ impl BotHost {
             join_seq: 0,
             leaving: false,
             tick_us: VecDeque::new(),
+            world_failures: VecDeque::new(),
         }
     }
 
@@ -493,6 +496,10 @@ impl BotHost {
 
     /// One turn: waits for the network until the next tick (or `max_wait`), handles what arrived, then runs the
     /// tick when it is due and starts the connects whose time came.
+    ///
+    /// Fails when the reactor does, and (with [`io::ErrorKind::InvalidData`], once per world) when a server's
+    /// world cannot be modelled: that server's bots have stopped and its observer link is leaving; the host
+    /// keeps running any other server's bots if turned again.
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
         let mut wake = self.next_tick;
@@ -539,7 +546,10 @@ impl BotHost {
             }
         }
         self.reap();
-        Ok(())
+        match self.world_failures.pop_front() {
+            Some(reason) => Err(io::Error::new(io::ErrorKind::InvalidData, reason)),
+            None => Ok(()),
+        }
     }
 
     /// Runs turns until `deadline` or until every bot is done. Returns true when all are done.
@@ -715,7 +725,7 @@ impl BotHost {
                 let s = &mut self.servers[si];
                 s.eye = Eye::Joined(sid);
                 s.eye_attempts = 0;
-                self.load_world(si, sid);
+                self.load_world(si, sid, at);
                 self.check_disable_bots(si, at);
                 self.servers[si].want_limits = self.config.yield_slots.is_some();
             }
@@ -758,7 +768,10 @@ impl BotHost {
         }
     }
 
-    fn load_world(&mut self, si: usize, sid: SessionId) {
+    /// Models the world `sid` brought for server `si`. A world that cannot be modelled (malformed, or too big
+    /// once its group instances are expanded) leaves nothing to play on: the server's bots stop, its observer
+    /// link leaves, and the next [`BotHost::turn`] reports it.
+    fn load_world(&mut self, si: usize, sid: SessionId, at: Instant) {
         let Some(session) = self.reactor.session(sid) else { return };
         let hash = session.world_hash().map(str::to_string);
         let s = &mut self.servers[si];
@@ -777,7 +790,24 @@ impl BotHost {
                 s.remotes.clear();
                 s.tracker = ShotTracker::new();
             }
-            Err(e) => warn!(server = %s.addr, error = %e, "cannot model the server's world; bots cannot play there"),
+            Err(e) => {
+                let reason = format!("cannot model the world of {}: {e}", s.addr);
+                warn!(server = %s.addr, error = %e, "cannot model the server's world; its bots stop");
+                if let Eye::Joined(eye) | Eye::Joining(eye) = s.eye {
+                    self.reactor.leave(eye);
+                }
+                s.eye = Eye::Off;
+                let mine: Vec<usize> = self
+                    .bots
+                    .iter()
+                    .filter(|(_, b)| b.server == si && !matches!(b.state, BotState::Left | BotState::Stopped(_)))
+                    .map(|(k, _)| k)
+                    .collect();
+                for k in mine {
+                    self.stop_bot(k, at, reason.clone());
+                }
+                self.world_failures.push_back(reason);
+            }
         }
     }
 
@@ -825,7 +855,7 @@ impl BotHost {
                 b.join_order = self.join_seq;
                 if self.servers[si].world.is_none() {
                     // No observer link: the first bot in brings the world.
-                    self.load_world(si, sid);
+                    self.load_world(si, sid, at);
                 }
                 self.check_disable_bots(si, at);
             }

@@ -197,9 +197,21 @@ pub fn run(a: BotArgs) -> u8 {
     let mut code = OK;
     loop {
         let wait = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(Duration::from_secs(1));
-        if let Err(e) = host.turn(Some(wait.min(Duration::from_secs(1)))) {
-            eprintln!("bzhead: event loop failed: {e}");
-            return PROTOCOL;
+        match host.turn(Some(wait.min(Duration::from_secs(1)))) {
+            Ok(()) => {}
+            // A world the bots cannot play on (too big to model, say): their bots are stopped; say why and leave.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                eprintln!("bzhead: {e}");
+                code = PROTOCOL;
+                if leaving_since.is_none() {
+                    host.leave_all();
+                    leaving_since = Some(Instant::now());
+                }
+            }
+            Err(e) => {
+                eprintln!("bzhead: event loop failed: {e}");
+                return PROTOCOL;
+            }
         }
         let mut printed = false;
         while let Some(ev) = host.poll_event() {

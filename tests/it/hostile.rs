@@ -476,14 +476,15 @@ fn worlds_that_claim_gigabytes_end_cleanly_in_bounded_memory() {
     }
 }
 
-/// DEFECT (reported, not fixed here: the world parser and model belong to `src/bzflag/world/`, the bots to
-/// `src/bot/`). A 100-odd KiB blob of 64 MiB of group instances takes `bzhead world` to about 1.2 GB of memory
-/// (the parsed records take about twenty times the inflated size) before the expansion limit refuses it, and a
-/// 120-byte blob of nested groups takes it to about 530 MB (the 2^20-obstacle expansion limit costs about 500
-/// bytes an obstacle). `bzhead bot` parses the same world with the same cost, then logs a warning and its bots
-/// wait for a world that never comes (no exit, no exit code). Run with `--ignored` once fixed.
+/// World bombs that the observer downloads (above) are refused by the commands that model the world, in
+/// bounded memory, with exit code 6. The 64 MiB of group instances is refused by the parser as it reads the
+/// instance count, before decoding any (a database may hold at most `MAX_GROUP_INSTANCES`, 2^17; decoded, each
+/// would take about 200 bytes, twelve times its size on the wire). The 120-byte blob of nested groups parses
+/// in a few hundred bytes, and the model counts what its instances would expand to (a billion boxes) before
+/// expanding any and refuses it ("group instances would expand the world to 1000000000 obstacles, over the
+/// limit of ..."). `bzhead bot` stops its bots and exits with 6, saying the world cannot be modelled, instead
+/// of waiting for a world it can play on.
 #[test]
-#[ignore = "DEFECT: group-instance world bombs cost bzhead world / bzhead bot 0.5-1.2 GB (see the doc comment)"]
 fn world_bombs_are_refused_by_the_world_command_and_the_bots_in_bounded_memory() {
     const LIMIT_KIB: u64 = 256 * 1024;
     let mut failures = Vec::new();

@@ -14,8 +14,9 @@
 //! ```
 //!
 //! Nothing here panics on any input, and memory use is bounded: the inflated size is capped
-//! ([`MAX_WORLD_SIZE`]) and checked while inflating, and every count is checked against the bytes left before
-//! anything is allocated for it.
+//! ([`MAX_WORLD_SIZE`]) and checked while inflating, every count is checked against the bytes left before
+//! anything is allocated for it, and group instances, the records that cost the most memory for their size
+//! and multiply the world, are capped ([`MAX_GROUP_INSTANCES`]).
 //!
 //! What is kept is what was sent: group instances are not expanded, arcs/cones/spheres/tetras are not turned
 //! into meshes. [`WorldDb::to_bytes`] writes a database back out (byte-identical for the captured worlds), which
@@ -55,6 +56,7 @@ pub use model::{
     BaseModel, Face, Geometry, ModelError, ModelLimits, ModelObstacle, ObstacleId, Passability, Solid, TeleporterModel,
     WallModel, WorldModel, MAX_EXTENT,
 };
+pub use parse::MAX_GROUP_INSTANCES;
 pub use query::{FieldEntry, Ground, Hit, Mask, TankBox};
 pub use shots::{SegmentReason, ShotOptions, ShotSegment};
 pub use types::*;
@@ -83,6 +85,20 @@ pub enum WorldError {
         /// Size in the envelope.
         declared: usize,
     },
+    /// The database holds more records of a kind than the decoder allows (see [`MAX_GROUP_INSTANCES`]); refused
+    /// when the count is read, before anything is decoded for them.
+    TooMany {
+        /// What there are too many of, e.g. "group instances".
+        what: &'static str,
+        /// How many the database holds up to where it was refused.
+        count: usize,
+        /// The cap.
+        limit: usize,
+        /// Offset of the count in the decompressed database.
+        at: usize,
+        /// Where in the database, outermost first, e.g. `world group, group instance count`.
+        location: String,
+    },
     /// The database itself is malformed.
     Database {
         /// What failed, at which offset of the decompressed database.
@@ -103,6 +119,10 @@ impl fmt::Display for WorldError {
             WorldError::Overflow { declared } => {
                 write!(f, "the world decompresses to more than the {declared} bytes the server announced")
             }
+            WorldError::TooMany { what, count, limit, at, location } => write!(
+                f,
+                "the world database holds {count} {what}, over the limit of {limit} ({location}, offset {at})"
+            ),
             WorldError::Database { error, location } if location.is_empty() => {
                 write!(f, "malformed world database: {error}")
             }
@@ -127,9 +147,9 @@ pub fn parse_blob(blob: &[u8]) -> Result<WorldDb, WorldError> {
 }
 
 /// [`parse_blob`] with another cap on the inflated size. The decoded [`WorldDb`] typically takes two to three
-/// times the inflated size in memory; a pathological database of millions of empty records (e.g. group instances:
-/// 17 bytes on the wire, 168 in memory, plus `Vec` growth) can take up to about twenty times, so choose the cap
-/// with that in mind.
+/// times the inflated size in memory; a pathological database of millions of empty records can take more (empty
+/// meshes: 21 bytes on the wire, about 170 in memory; group instances, 17 and about 200, are capped at
+/// [`MAX_GROUP_INSTANCES`]), so choose the cap with that in mind.
 pub fn parse_blob_with_cap(blob: &[u8], cap: usize) -> Result<WorldDb, WorldError> {
     let db = Envelope::parse(blob)?.inflate(cap)?;
     WorldDb::parse(&db)

@@ -12,7 +12,9 @@
 //! bad sizes, coordinates beyond 1e30) are dropped too.
 //!
 //! Hostile worlds are bounded: group nesting ([`ModelLimits::max_depth`], plus the client's own recursion
-//! guard), expanded obstacles and faces ([`ModelLimits`]) and tessellation `divisions`.
+//! guard), expanded obstacles and faces ([`ModelLimits`]) and tessellation `divisions`. What the group instances
+//! would expand to is counted before anything is expanded ([`ModelError::WouldExpand`]), so a tiny world of
+//! nested groups claiming a billion obstacles is refused at once, without building a million of them first.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -105,6 +107,16 @@ pub enum ModelError {
         /// The cap.
         limit: usize,
     },
+    /// Counted before anything is expanded: the group instances would multiply the world beyond a
+    /// [`ModelLimits`] cap.
+    WouldExpand {
+        /// "obstacles", "faces" or "face corners".
+        what: &'static str,
+        /// How many the expansion would make (saturated at `u64::MAX`).
+        count: u64,
+        /// The cap.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for ModelError {
@@ -112,6 +124,16 @@ impl fmt::Display for ModelError {
         match self {
             ModelError::TooLarge { what, limit } => {
                 write!(f, "the world expands to more than {limit} {what} (group instances multiply it)")
+            }
+            ModelError::WouldExpand { what, count: u64::MAX, limit } => {
+                write!(
+                    f,
+                    "group instances would expand the world to more than {} {what}, over the limit of {limit}",
+                    u64::MAX
+                )
+            }
+            ModelError::WouldExpand { what, count, limit } => {
+                write!(f, "group instances would expand the world to {count} {what}, over the limit of {limit}")
             }
         }
     }
@@ -330,6 +352,7 @@ impl WorldModel {
     /// [`WorldModel::build`] with other limits.
     pub fn build_with(db: &WorldDb, limits: ModelLimits) -> Result<WorldModel, ModelError> {
         let mut x = Expander::new(db, limits);
+        x.check_expansion()?;
         x.group(&db.world_group, None, Xform::IDENTITY, Mods::default(), "", 0)?;
         Ok(x.finish())
     }
@@ -455,6 +478,67 @@ struct Expander<'a> {
 
 const MAX_WARNINGS: usize = 100;
 
+/// What a group makes once expanded, counted without expanding it (see [`Expander::check_expansion`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    obstacles: u64,
+    faces: u64,
+    corners: u64,
+}
+
+impl Tally {
+    fn plus(self, o: Tally) -> Tally {
+        Tally {
+            obstacles: self.obstacles.saturating_add(o.obstacles),
+            faces: self.faces.saturating_add(o.faces),
+            corners: self.corners.saturating_add(o.corners),
+        }
+    }
+
+    /// The obstacles, faces and corners of `g`'s own obstacles (its instances not counted); `copy` for a named
+    /// group placed by an instance (walls are not copied). An upper bound: obstacles the expansion drops (bad
+    /// sizes, degenerate faces) are counted.
+    fn own(g: &GroupDefinition, copy: bool) -> Tally {
+        let n = |len: usize| len as u64;
+        let mut t = Tally {
+            obstacles: n(g.boxes.len())
+                .saturating_add(n(g.pyramids.len()))
+                .saturating_add(n(g.bases.len()))
+                .saturating_add(n(g.teleporters.len()))
+                .saturating_add(n(g.meshes.len()))
+                .saturating_add(n(g.arcs.len()))
+                .saturating_add(n(g.cones.len()))
+                .saturating_add(n(g.spheres.len()))
+                .saturating_add(n(g.tetras.len())),
+            ..Tally::default()
+        };
+        if !copy {
+            t.obstacles = t.obstacles.saturating_add(n(g.walls.len()));
+        }
+        let mut faces = |list: &mut dyn Iterator<Item = usize>| {
+            for corners in list {
+                t.faces = t.faces.saturating_add(1);
+                t.corners = t.corners.saturating_add(n(corners));
+            }
+        };
+        for m in &g.meshes {
+            faces(&mut m.faces.iter().map(|f| f.vertices.len()));
+        }
+        // The shapes' faces are what the tessellation makes (divisions clamped as in the expansion).
+        let shapes = g
+            .arcs
+            .iter()
+            .map(tessellate::arc)
+            .chain(g.cones.iter().map(tessellate::cone))
+            .chain(g.spheres.iter().map(tessellate::sphere))
+            .chain(g.tetras.iter().map(|x| Some(tessellate::tetra(x))));
+        for shape in shapes.flatten() {
+            faces(&mut shape.faces.iter().map(Vec::len));
+        }
+        t
+    }
+}
+
 fn finite_within(b: &Aabb) -> bool {
     b.min.is_finite() && b.max.is_finite() && b.min.min_element() >= -MAX_EXTENT && b.max.max_element() <= MAX_EXTENT
 }
@@ -533,6 +617,84 @@ impl<'a> Expander<'a> {
         } else if self.m.warnings.len() == MAX_WARNINGS {
             self.m.warnings.push("(more warnings left out)".into());
         }
+    }
+
+    /// Refuses a world whose group instances would expand beyond the limits, before anything is expanded: the
+    /// obstacles, faces and corners of every group definition are counted once, then multiplied up the
+    /// instance graph (saturating), so a 120-byte blob of nested groups claiming a billion boxes is refused in
+    /// microseconds instead of after a million obstacles were built.
+    ///
+    /// The count follows the expansion's rules (missing definitions and an instance of a group that is being
+    /// expanded place nothing) except the depth limit, which it ignores: it can only count more than the
+    /// expansion makes. It counts each definition once, whatever path reaches it, so in a world whose groups
+    /// instantiate each other in a cycle it may count less; the caps checked while expanding still hold there.
+    fn check_expansion(&self) -> Result<(), ModelError> {
+        let db = self.db;
+        let n = db.group_defs.len();
+        let mut done: Vec<Option<Tally>> = vec![None; n];
+        let mut active = vec![false; n];
+        // Depth-first over the definitions with an explicit stack (a chain of definitions can be as long as the
+        // database allows): (definition, next instance to look at, tally so far).
+        let mut stack: Vec<(usize, usize, Tally)> = Vec::new();
+        let mut world = Tally::own(&db.world_group, false);
+        for inst in &db.world_group.instances {
+            let Some(&root) = self.defs.get(inst.group_def.as_str()) else { continue };
+            if done.get(root).copied().flatten().is_none() {
+                let Some(g) = db.group_defs.get(root) else { continue };
+                stack.push((root, 0, Tally::own(g, true)));
+                if let Some(a) = active.get_mut(root) {
+                    *a = true;
+                }
+                while let Some(&mut (d, ref mut next, _)) = stack.last_mut() {
+                    let inst = db.group_defs.get(d).and_then(|g| g.instances.get(*next));
+                    *next += 1;
+                    let Some(inst) = inst else {
+                        // Every instance of `d` counted: it is done; its parent gets its tally.
+                        let Some((d, _, tally)) = stack.pop() else { break };
+                        if let Some(a) = active.get_mut(d) {
+                            *a = false;
+                        }
+                        if let Some(slot) = done.get_mut(d) {
+                            *slot = Some(tally);
+                        }
+                        if let Some(parent) = stack.last_mut() {
+                            parent.2 = parent.2.plus(tally);
+                        }
+                        continue;
+                    };
+                    let Some(&child) = self.defs.get(inst.group_def.as_str()) else { continue };
+                    if active.get(child).copied().unwrap_or(true) {
+                        continue; // the expansion skips a group inside itself
+                    }
+                    match done.get(child).copied().flatten() {
+                        Some(tally) => {
+                            if let Some(top) = stack.last_mut() {
+                                top.2 = top.2.plus(tally);
+                            }
+                        }
+                        None => {
+                            let Some(g) = db.group_defs.get(child) else { continue };
+                            if let Some(a) = active.get_mut(child) {
+                                *a = true;
+                            }
+                            stack.push((child, 0, Tally::own(g, true)));
+                        }
+                    }
+                }
+            }
+            world = world.plus(done.get(root).copied().flatten().unwrap_or_default());
+        }
+        let l = &self.limits;
+        for (what, count, limit) in [
+            ("obstacles", world.obstacles, l.max_obstacles),
+            ("faces", world.faces, l.max_faces),
+            ("face corners", world.corners, l.max_face_vertices),
+        ] {
+            if count > limit as u64 {
+                return Err(ModelError::WouldExpand { what, count, limit });
+            }
+        }
+        Ok(())
     }
 
     fn xform(&mut self, t: &MeshTransform) -> Xform {

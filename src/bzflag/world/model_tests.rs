@@ -539,9 +539,83 @@ fn hostile_values_are_bounded() {
     db.group_defs = defs;
     db.world_group.instances = vec![instance("g29", "", vec![])];
     let limits = ModelLimits { max_obstacles: 10_000, ..ModelLimits::default() };
+    // Counted before anything is expanded: 2^29 boxes (the count ignores the depth limit, 29 levels are within).
+    let e = WorldModel::build_with(&db, limits).unwrap_err();
+    assert_eq!(e, ModelError::WouldExpand { what: "obstacles", count: 1 << 29, limit: 10_000 });
+    assert_eq!(e.to_string(), "group instances would expand the world to 536870912 obstacles, over the limit of 10000");
+    // Within the count: built.
+    db.world_group.instances = vec![instance("g13", "", vec![])];
+    assert_eq!(WorldModel::build_with(&db, limits).unwrap().expanded_counts.boxes, 1 << 13);
+}
+
+#[test]
+fn expansion_is_counted_before_it_is_made() {
+    let boxes = |n: usize| vec![BoxBuilding { pos: Vec3::ZERO, angle: 0.0, size: Vec3::ONE, state: 0 }; n];
+    // Nested ten deep, ten instances each, a box at the bottom: 10^10 boxes, saturating nowhere near u64.
+    let mut db = empty_db();
+    for d in 0..9 {
+        db.group_defs.push(GroupDefinition {
+            name: format!("g{d}"),
+            instances: vec![instance(&format!("g{}", d + 1), "", vec![]); 10],
+            ..GroupDefinition::default()
+        });
+    }
+    db.group_defs.push(GroupDefinition { name: "g9".into(), boxes: boxes(1), ..GroupDefinition::default() });
+    db.world_group.instances = vec![instance("g0", "", vec![]); 10];
+    let t = std::time::Instant::now();
+    let e = WorldModel::build(&db).unwrap_err();
+    assert_eq!(e, ModelError::WouldExpand { what: "obstacles", count: 10_000_000_000, limit: 1 << 20 });
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "refused without expanding");
+
+    // 64 levels of 1,000 instances each overflow u64: saturated, and said so.
+    let mut db = empty_db();
+    for d in 0..64 {
+        db.group_defs.push(GroupDefinition {
+            name: format!("g{d}"),
+            boxes: boxes(1),
+            instances: vec![instance(&format!("g{}", d + 1), "", vec![]); 1000],
+            ..GroupDefinition::default()
+        });
+    }
+    db.world_group.instances = vec![instance("g0", "", vec![])];
+    let e = WorldModel::build(&db).unwrap_err();
+    assert_eq!(e, ModelError::WouldExpand { what: "obstacles", count: u64::MAX, limit: 1 << 20 });
+    assert!(e.to_string().contains("to more than 18446744073709551615 obstacles"), "{e}");
+
+    // Faces and corners are counted too: a 6-face mesh placed 200,000 times.
+    let mut db = empty_db();
+    let mut g = GroupDefinition { name: "m".into(), ..GroupDefinition::default() };
+    g.meshes = vec![square_mesh(0.0, -1); 6];
+    db.group_defs.push(g);
+    db.world_group.instances = vec![instance("m", "", vec![]); 200_000];
+    let limits = ModelLimits { max_obstacles: usize::MAX, ..ModelLimits::default() };
     assert_eq!(
         WorldModel::build_with(&db, limits).unwrap_err(),
-        ModelError::TooLarge { what: "obstacles", limit: 10_000 }
+        ModelError::WouldExpand { what: "faces", count: 1_200_000, limit: 1 << 20 }
+    );
+
+    // Missing definitions and groups placing themselves (skipped by the expansion) count nothing; the count
+    // matches what is built. A definition reached twice is counted once and used twice.
+    let mut db = empty_db();
+    db.group_defs.push(GroupDefinition {
+        name: "a".into(),
+        boxes: boxes(2),
+        instances: vec![instance("a", "", vec![]), instance("nowhere", "", vec![]), instance("b", "", vec![])],
+        ..GroupDefinition::default()
+    });
+    db.group_defs.push(GroupDefinition {
+        name: "b".into(),
+        boxes: boxes(3),
+        instances: vec![instance("b", "", vec![])],
+        ..GroupDefinition::default()
+    });
+    db.world_group.instances = vec![instance("a", "", vec![]), instance("b", "", vec![]), instance("a", "", vec![])];
+    let limits = ModelLimits { max_obstacles: 13, ..ModelLimits::default() };
+    assert_eq!(WorldModel::build_with(&db, limits).unwrap().expanded_counts.boxes, 13);
+    let limits = ModelLimits { max_obstacles: 12, ..ModelLimits::default() };
+    assert_eq!(
+        WorldModel::build_with(&db, limits).unwrap_err(),
+        ModelError::WouldExpand { what: "obstacles", count: 13, limit: 12 }
     );
 }
 

@@ -30,9 +30,17 @@ impl From<DecodeError> for Fail {
 impl From<Fail> for WorldError {
     fn from(f: Fail) -> Self {
         let location = f.path.iter().rev().map(String::as_str).collect::<Vec<_>>().join(", ");
-        WorldError::Database { error: f.error, location }
+        match f.error.kind {
+            DecodeErrorKind::TooLong { field: INSTANCES_FIELD, max, got } => {
+                WorldError::TooMany { what: "group instances", count: got, limit: max, at: f.error.at, location }
+            }
+            _ => WorldError::Database { error: f.error, location },
+        }
     }
 }
+
+/// The field of the error that [`MAX_GROUP_INSTANCES`] refuses (made a [`WorldError::TooMany`]).
+const INSTANCES_FIELD: &str = "group instances (all groups)";
 
 type PResult<T> = Result<T, Fail>;
 
@@ -131,6 +139,14 @@ const MIN_INSTANCE: usize = 4 + 4 + MIN_TRANSFORM + 1;
 const MIN_LINK: usize = 8;
 const MIN_WEAPON: usize = 2 + 12 + 4 + 4 + 2;
 const MIN_ZONE: usize = 12 + 12 + 4 + 6;
+/// Most group instance records a database may hold, over all its groups. Each one is 17 bytes on the wire but
+/// about 200 in memory (names, transform, overrides), and any group worth placing holds an obstacle, so a
+/// database of more instances than this would expand far beyond [`ModelLimits`](super::ModelLimits) anyway: 64
+/// MiB of them would cost over a gigabyte to decode before the model could refuse them. Real worlds place a
+/// few hundred groups (the 11,400-obstacle test world places 200); the cap keeps the decoded instances under
+/// about 30 MB.
+pub const MAX_GROUP_INSTANCES: usize = 1 << 17;
+
 const MIN_OBSTACLE: [usize; 10] = [
     25,                              // wall
     29,                              // box
@@ -184,11 +200,12 @@ fn database(r: &mut Reader<'_>) -> PResult<WorldDb> {
         transforms.push(transform(r).within(|| format!("transform #{i}"))?);
     }
 
-    let world_group = group_definition(r).within(|| "world group".into())?;
+    let mut instances = 0;
+    let world_group = group_definition(r, &mut instances).within(|| "world group".into())?;
     let n = count_u32(r, "group definition count", MIN_GROUPDEF).within(|| "group definitions".into())?;
     let mut group_defs = prealloc(n);
     for i in 0..n {
-        group_defs.push(group_definition(r).within(|| format!("group definition #{i}"))?);
+        group_defs.push(group_definition(r, &mut instances).within(|| format!("group definition #{i}"))?);
     }
 
     let n = count_u32(r, "link count", MIN_LINK).within(|| "teleporter links".into())?;
@@ -357,14 +374,16 @@ fn transform(r: &mut Reader<'_>) -> DecodeResult<MeshTransform> {
     inner(r).map_err(|e| e.context("world: transform"))
 }
 
-fn group_definition(r: &mut Reader<'_>) -> PResult<GroupDefinition> {
+/// A group definition; `instances` counts the group instance records decoded so far (see
+/// [`MAX_GROUP_INSTANCES`]).
+fn group_definition(r: &mut Reader<'_>, instances: &mut usize) -> PResult<GroupDefinition> {
     let mut g = GroupDefinition {
         name: sname(r).map_err(|e| e.context("world: group definition"))?,
         ..GroupDefinition::default()
     };
     let gname = g.name.clone();
     let place = move || if gname.is_empty() { String::new() } else { format!("\"{gname}\"") };
-    group_body(r, &mut g).map_err(|mut f| {
+    group_body(r, &mut g, instances).map_err(|mut f| {
         let p = place();
         if !p.is_empty() {
             f.path.push(p);
@@ -374,7 +393,7 @@ fn group_definition(r: &mut Reader<'_>) -> PResult<GroupDefinition> {
     Ok(g)
 }
 
-fn group_body(r: &mut Reader<'_>, g: &mut GroupDefinition) -> PResult<()> {
+fn group_body(r: &mut Reader<'_>, g: &mut GroupDefinition, instances: &mut usize) -> PResult<()> {
     for kind in ObstacleKind::ALL {
         let field = "obstacle count";
         let min = MIN_OBSTACLE.get(kind as usize).copied().unwrap_or(1);
@@ -408,9 +427,21 @@ fn group_body(r: &mut Reader<'_>, g: &mut GroupDefinition) -> PResult<()> {
             ObstacleKind::Tetra => list!(g.tetras, tetra, "world: tetra"),
         }
     }
+    let at = r.position();
     let n = count_u32(r, "group instance count", MIN_INSTANCE)
         .map_err(|e| e.context("world: group definition"))
         .within(|| "group instance count".into())?;
+    // Refused before anything is allocated for them (the count was checked against the bytes left already).
+    let total = instances.saturating_add(n);
+    if total > MAX_GROUP_INSTANCES {
+        return Err(DecodeError::new(
+            DecodeErrorKind::TooLong { field: INSTANCES_FIELD, max: MAX_GROUP_INSTANCES, got: total },
+            at,
+        )
+        .context("world: group definition"))
+        .within(|| "group instance count".into());
+    }
+    *instances = total;
     g.instances = prealloc(n);
     for i in 0..n {
         g.instances.push(group_instance(r).within(|| format!("group instance #{i}"))?);

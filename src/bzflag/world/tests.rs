@@ -994,3 +994,63 @@ fn errors_name_the_record_and_refuse_what_the_client_would_misread() {
     assert_eq!(loc, "group definition #0, \"hut\", wall count");
     assert!(matches!(e.kind, DecodeErrorKind::TooLong { field: "obstacle count", got: 1000, .. }));
 }
+
+#[test]
+fn group_instances_are_capped_before_they_are_decoded() {
+    let inst = GroupInstance {
+        group_def: "g".into(),
+        name: String::new(),
+        material_map: Vec::new(),
+        transform: MeshTransform::default(),
+        bits: 0,
+        team: None,
+        tint: None,
+        phydrv: None,
+        material: None,
+    };
+    let g = GroupDefinition { name: "g".into(), ..GroupDefinition::default() };
+    let mut w = WorldDb {
+        dynamic_colors: Vec::new(),
+        texture_matrices: Vec::new(),
+        materials: Vec::new(),
+        physics_drivers: Vec::new(),
+        transforms: Vec::new(),
+        world_group: GroupDefinition::default(),
+        group_defs: vec![g],
+        links: Vec::new(),
+        water_level: -1.0,
+        water_material: None,
+        weapons: Vec::new(),
+        zones: Vec::new(),
+    };
+    // At the cap, split between the world group and a named group: decoded.
+    let half = MAX_GROUP_INSTANCES / 2;
+    w.world_group.instances = vec![inst.clone(); half];
+    w.group_defs[0].instances = vec![inst.clone(); MAX_GROUP_INSTANCES - half];
+    let parsed = WorldDb::parse(&w.to_bytes()).unwrap();
+    assert_eq!(parsed.group_defs[0].instances.len(), MAX_GROUP_INSTANCES - half);
+    drop(parsed);
+    // One more in the named group: refused at its count, naming the total and the cap.
+    w.group_defs[0].instances.push(inst);
+    let bytes = w.to_bytes();
+    let at = 20 + (4 + 11 * 4) + half * 18 + 4 + (4 + 1) + 10 * 4; // an instance of "g" is 18 bytes
+    assert_eq!(&bytes[at..at + 4], &((MAX_GROUP_INSTANCES - half + 1) as u32).to_be_bytes());
+    let e = WorldDb::parse(&bytes).unwrap_err();
+    assert_eq!(
+        e,
+        WorldError::TooMany {
+            what: "group instances",
+            count: MAX_GROUP_INSTANCES + 1,
+            limit: MAX_GROUP_INSTANCES,
+            at,
+            location: "group definition #0, \"g\", group instance count".into(),
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the world database holds 131073 group instances, over the limit of 131072 (group definition #0, \"g\", \
+             group instance count, offset {at})"
+        )
+    );
+}
