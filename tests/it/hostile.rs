@@ -505,6 +505,37 @@ fn world_bombs_are_refused_by_the_world_command_and_the_bots_in_bounded_memory()
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// 64 MiB of empty texture matrices (the most the client inflates): 13.4 million records of 5 bytes, a 300 KiB
+/// blob. Decoded, each would take about 100 bytes, 1.3 GB in all.
+fn texture_matrix_bomb() -> Vec<u8> {
+    const CAP: usize = 64 * 1024 * 1024;
+    let db = database(group("", 0, &[]), &[]);
+    let n = (CAP - db.len()) / 5;
+    let mut v = db[..4].to_vec(); // no dynamic colours
+    v.extend((n as u32).to_be_bytes());
+    v.resize(v.len() + 5 * n, 0); // each an empty name and no matrices
+    v.extend_from_slice(&db[8..]);
+    assert!(v.len() <= CAP);
+    envelope(&v, v.len() as u32)
+}
+
+/// Records that are a few bytes on the wire and a hundred in memory are refused by the decoder's budget for the
+/// decoded world (`MAX_DECODED_SIZE`, 128 MiB) when their count is read, before any is decoded: `bzhead world`
+/// exits with 6 saying so, in bounded memory (before the budget it decoded this blob in 1.3 GB and printed it).
+#[test]
+fn world_texture_matrix_bomb_is_refused_at_the_decoded_size_limit_in_bounded_memory() {
+    const LIMIT_KIB: u64 = 256 * 1024;
+    let s = world_server(texture_matrix_bomb());
+    let a = s.addr().to_string();
+    let m = run_measured(&mut bzhead(["world", "--no-cache", "--timeout", "10", &a]), WAIT * 3);
+    assert!(!m.out.timed_out, "bzhead did not end by itself:\n{}", m.describe());
+    assert_eq!(m.out.code, Some(6), "{}", m.describe());
+    assert!(m.max_rss_kib < LIMIT_KIB, "peak memory above {LIMIT_KIB} KiB:\n{}", m.describe());
+    for says in ["over the 134217728-byte (128 MiB) limit for a decoded world", "(texture matrices, offset 4)"] {
+        assert!(m.out.stderr.contains(says), "stderr should say {says:?}:\n{}", m.describe());
+    }
+}
+
 /// How long the flood test floods.
 const FLOOD: Duration = Duration::from_secs(10);
 

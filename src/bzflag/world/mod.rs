@@ -15,7 +15,9 @@
 //!
 //! Nothing here panics on any input, and memory use is bounded: the inflated size is capped
 //! ([`MAX_WORLD_SIZE`]) and checked while inflating, every count is checked against the bytes left before
-//! anything is allocated for it, and group instances, the records that cost the most memory for their size
+//! anything is allocated for it, every list, string and byte block the decoded database owns is charged to a
+//! budget before it is filled ([`MAX_DECODED_SIZE`], so records that are a few bytes on the wire and a hundred
+//! in memory cannot add up to more), and group instances, the records that cost the most memory for their size
 //! and multiply the world, are capped ([`MAX_GROUP_INSTANCES`]).
 //!
 //! What is kept is what was sent: group instances are not expanded, arcs/cones/spheres/tetras are not turned
@@ -56,7 +58,7 @@ pub use model::{
     BaseModel, Face, Geometry, ModelError, ModelLimits, ModelObstacle, ObstacleId, Passability, Solid, TeleporterModel,
     WallModel, WorldModel, MAX_EXTENT,
 };
-pub use parse::MAX_GROUP_INSTANCES;
+pub use parse::{MAX_DECODED_SIZE, MAX_GROUP_INSTANCES};
 pub use query::{FieldEntry, Ground, Hit, Mask, TankBox};
 pub use shots::{SegmentReason, ShotOptions, ShotSegment};
 pub use types::*;
@@ -99,6 +101,20 @@ pub enum WorldError {
         /// Where in the database, outermost first, e.g. `world group, group instance count`.
         location: String,
     },
+    /// The decoded database would take more memory than the decoder's budget ([`MAX_DECODED_SIZE`], or the
+    /// one given to [`WorldDb::parse_with_budget`]); refused when the list or string that would go over it is
+    /// read, before it is decoded.
+    OverBudget {
+        /// Bytes the decoded database would take with that list or string (counted as
+        /// [`WorldDb::parse_with_budget`] says).
+        needed: usize,
+        /// The budget, in bytes.
+        limit: usize,
+        /// Offset of that list's count (or of that string) in the decompressed database.
+        at: usize,
+        /// Where in the database, outermost first, e.g. `texture matrices` or `world group, mesh count`.
+        location: String,
+    },
     /// The database itself is malformed.
     Database {
         /// What failed, at which offset of the decompressed database.
@@ -122,6 +138,12 @@ impl fmt::Display for WorldError {
             WorldError::TooMany { what, count, limit, at, location } => write!(
                 f,
                 "the world database holds {count} {what}, over the limit of {limit} ({location}, offset {at})"
+            ),
+            WorldError::OverBudget { needed, limit, at, location } => write!(
+                f,
+                "decoding the world database would take at least {needed} bytes of memory, over the {limit}-byte \
+                 ({} MiB) limit for a decoded world ({location}, offset {at})",
+                limit / (1024 * 1024)
             ),
             WorldError::Database { error, location } if location.is_empty() => {
                 write!(f, "malformed world database: {error}")
@@ -147,9 +169,9 @@ pub fn parse_blob(blob: &[u8]) -> Result<WorldDb, WorldError> {
 }
 
 /// [`parse_blob`] with another cap on the inflated size. The decoded [`WorldDb`] typically takes two to three
-/// times the inflated size in memory; a pathological database of millions of empty records can take more (empty
-/// meshes: 21 bytes on the wire, about 170 in memory; group instances, 17 and about 200, are capped at
-/// [`MAX_GROUP_INSTANCES`]), so choose the cap with that in mind.
+/// times the inflated size in memory; a pathological database of millions of empty records would take more
+/// (empty meshes: 21 bytes on the wire, about 170 in memory; texture matrices, 5 and about 100), but whatever the
+/// cap the decoded database is refused beyond [`MAX_DECODED_SIZE`] ([`WorldError::OverBudget`]).
 pub fn parse_blob_with_cap(blob: &[u8], cap: usize) -> Result<WorldDb, WorldError> {
     let db = Envelope::parse(blob)?.inflate(cap)?;
     WorldDb::parse(&db)

@@ -1054,3 +1054,155 @@ fn group_instances_are_capped_before_they_are_decoded() {
         )
     );
 }
+
+// ------------------------------------------------------------------------------------------------------------
+// The decoded-size budget.
+
+/// A database that is all zeros but for its counts: `matrices` empty texture matrices (5 bytes each), a world
+/// group of `meshes` empty meshes (21 bytes each) and `groups` named groups of `per_group` empty meshes each.
+fn zero_bomb(matrices: usize, meshes: usize, groups: usize, per_group: usize) -> Vec<u8> {
+    let group = |v: &mut Vec<u8>, name: &str, meshes: usize| {
+        v.extend((name.len() as u32).to_be_bytes());
+        v.extend(name.as_bytes());
+        v.extend([0; 5 * 4]); // walls .. teleporters
+        v.extend((meshes as u32).to_be_bytes());
+        v.resize(v.len() + 21 * meshes, 0);
+        v.extend([0; 5 * 4]); // arcs .. tetras, instances
+    };
+    let mut v = 0u32.to_be_bytes().to_vec();
+    v.extend((matrices as u32).to_be_bytes());
+    v.resize(v.len() + 5 * matrices, 0);
+    v.extend([0; 3 * 4]); // materials, physics drivers, transforms
+    group(&mut v, "", meshes);
+    v.extend((groups as u32).to_be_bytes());
+    for i in 0..groups {
+        group(&mut v, &format!("g{i}"), per_group);
+    }
+    v.extend(0u32.to_be_bytes()); // links
+    v.extend((-1f32).to_be_bytes()); // no water
+    v.extend([0; 2 * 4]); // weapons, zones
+    v
+}
+
+#[test]
+fn zero_bomb_is_a_valid_database() {
+    let w = WorldDb::parse(&zero_bomb(3, 2, 2, 1)).unwrap();
+    assert_eq!(w.texture_matrices.len(), 3);
+    assert_eq!(w.world_group.meshes.len(), 2);
+    assert_eq!(w.group_defs.iter().map(|g| g.meshes.len()).collect::<Vec<_>>(), [1, 1]);
+}
+
+/// What the decoder charges for a list of `n` `T`s (see `parse::heap_cost`).
+fn list_cost<T>(n: usize) -> usize {
+    super::parse::heap_cost(n * std::mem::size_of::<T>())
+}
+
+#[test]
+fn millions_of_tiny_records_are_refused_at_their_count_before_any_is_decoded() {
+    // 64 MiB of empty texture matrices: 13.4 million records of 5 bytes, about 96 each in memory (1.3 GB).
+    let n = (MAX_WORLD_SIZE - 100) / 5;
+    let db = zero_bomb(n, 0, 0, 0);
+    assert!(db.len() <= MAX_WORLD_SIZE);
+    let t = std::time::Instant::now();
+    let e = WorldDb::parse(&db).unwrap_err();
+    eprintln!("texture-matrix bomb refused in {:?}", t.elapsed());
+    let needed = std::mem::size_of::<WorldDb>() + list_cost::<TextureMatrix>(n);
+    assert!(needed > 1_000_000_000, "{needed}");
+    // Refused at the count (offset 4), so nothing was decoded or allocated for the records.
+    assert_eq!(
+        e,
+        WorldError::OverBudget { needed, limit: MAX_DECODED_SIZE, at: 4, location: "texture matrices".into() }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "decoding the world database would take at least {needed} bytes of memory, over the 134217728-byte \
+             (128 MiB) limit for a decoded world (texture matrices, offset 4)"
+        )
+    );
+    // The same blob through parse_blob (envelope, inflation) ends the same way.
+    assert_eq!(parse_blob(&Envelope::wrap(&db)), Err(e));
+
+    // 64 MiB of empty meshes in the world group: 3.2 million records of 21 bytes, about 170 each in memory.
+    let n = (MAX_WORLD_SIZE - 200) / 21;
+    let e = WorldDb::parse(&zero_bomb(0, n, 0, 0)).unwrap_err();
+    let needed = std::mem::size_of::<WorldDb>() + list_cost::<Mesh>(n);
+    assert_eq!(
+        e,
+        WorldError::OverBudget { needed, limit: MAX_DECODED_SIZE, at: 44, location: "world group, mesh count".into() }
+    );
+}
+
+#[test]
+fn lists_spread_over_groups_are_refused_once_their_sum_passes_the_budget() {
+    // 40 groups of 1000 empty meshes: each list is well under a 1 MiB budget, their sum is not.
+    let db = zero_bomb(0, 0, 40, 1000);
+    let mut all = super::parse::Budget::new(usize::MAX);
+    super::parse::parse_charged(&db, &mut all).unwrap();
+    let per_group = heap_cost_of_name(2) + list_cost::<Mesh>(1000);
+    let fixed = std::mem::size_of::<WorldDb>() + list_cost::<GroupDefinition>(40);
+    assert_eq!(
+        all.used(),
+        fixed + 10 * heap_cost_of_name(2) + 30 * heap_cost_of_name(3) + 40 * list_cost::<Mesh>(1000)
+    );
+
+    let budget = 1 << 20;
+    let k = (budget - fixed) / per_group; // groups that fit
+    let e = WorldDb::parse_with_budget(&db, budget).unwrap_err();
+    let WorldError::OverBudget { needed, limit, at, location } = &e else { panic!("{e}") };
+    assert_eq!((*limit, location.as_str()), (budget, format!("group definition #{k}, \"g{k}\", mesh count").as_str()));
+    assert!(*needed > budget && *needed <= budget + per_group, "{e}");
+    assert_eq!(&db[*at..*at + 4], &1000u32.to_be_bytes());
+
+    // Exactly what a parse charges is enough; a byte less is not.
+    assert!(WorldDb::parse_with_budget(&db, all.used()).is_ok());
+    assert!(matches!(WorldDb::parse_with_budget(&db, all.used() - 1), Err(WorldError::OverBudget { .. })));
+}
+
+/// What a `String` of `len` bytes is charged.
+fn heap_cost_of_name(len: usize) -> usize {
+    super::parse::heap_cost(len)
+}
+
+#[test]
+fn strings_and_inner_lists_are_charged_too() {
+    // Texture matrices with 100-byte names: the list fits a budget that the names then exhaust.
+    let mut w = WorldDb::parse(&zero_bomb(0, 0, 0, 0)).unwrap();
+    w.texture_matrices =
+        (0..100).map(|i| TextureMatrix { name: format!("{i:0>100}"), fixed: None, dynamic: None }).collect();
+    let db = w.to_bytes();
+    let base = std::mem::size_of::<WorldDb>() + list_cost::<TextureMatrix>(100);
+    let name = heap_cost_of_name(100);
+    let budget = base + 10 * name + name / 2;
+    let e = WorldDb::parse_with_budget(&db, budget).unwrap_err();
+    assert_eq!(
+        e,
+        WorldError::OverBudget {
+            needed: base + 11 * name,
+            limit: budget,
+            at: 8 + 10 * 105,
+            location: "texture matrix #10".into()
+        }
+    );
+
+    // A mesh's vertices and a face's indices.
+    let db = capture("02-custom-world-inner.bin");
+    let mut all = super::parse::Budget::new(usize::MAX);
+    let w = super::parse::parse_charged(&db, &mut all).unwrap();
+    let m = &w.world_group.meshes[0];
+    assert!(!m.vertices.is_empty() && !m.faces.is_empty());
+    let e = WorldDb::parse_with_budget(&db, all.used() - 1).unwrap_err();
+    assert!(matches!(e, WorldError::OverBudget { .. }), "{e}");
+}
+
+#[test]
+fn real_worlds_decode_to_a_few_times_their_size() {
+    for prefix in ["01-ctf-world", "02-custom-world"] {
+        let db = capture(&format!("{prefix}-inner.bin"));
+        let mut b = super::parse::Budget::new(usize::MAX);
+        super::parse::parse_charged(&db, &mut b).unwrap();
+        let ratio = b.used() as f64 / db.len() as f64;
+        eprintln!("{prefix}: {} bytes decode to {} ({ratio:.2}x)", db.len(), b.used());
+        assert!(ratio < 8.0, "{prefix}: {ratio}");
+    }
+}
