@@ -15,7 +15,7 @@ use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::cache::WorldCache;
 use bzhead::observer::{json_line, text_line, Filter};
-use bzhead::reactor::{Reactor, SessionOptions};
+use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 
 mod cli;
 
@@ -80,6 +80,15 @@ struct ObserveArgs {
     /// Print JSON lines instead of text.
     #[arg(long)]
     json: bool,
+    /// Run this many observers in this one process, on one event loop: callsigns CALLSIGN1..CALLSIGNn (cut to
+    /// BZFlag's 31 characters), joins staggered by --stagger-ms. Only the first observer's events are printed,
+    /// plus an "observer_joined" line per observer and "all_joined" once every one is in (text: "--- observer K
+    /// (NAME) joined as player ID", "--- all N observers joined"); chat typed on stdin goes out through the first.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    count: u32,
+    /// Milliseconds between two observers' connects (with --count).
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    stagger_ms: u64,
     /// Leave cleanly after this many seconds.
     #[arg(long = "for", value_name = "SECONDS")]
     for_secs: Option<f64>,
@@ -187,6 +196,41 @@ fn world_cache(no_cache: bool, dir: Option<PathBuf>) -> Option<WorldCache> {
     dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))
 }
 
+/// The callsign of observer `k` (1-based) of `count`: the name itself when there is one observer, else the name
+/// with `k` appended, the name cut (on a character boundary) so that the whole stays within BZFlag's 31 characters.
+fn numbered_callsign(base: &str, k: u32, count: u32) -> String {
+    let max = bzhead::bzflag::consts::CALLSIGN_LEN - 1;
+    if count <= 1 {
+        return base.to_string();
+    }
+    let suffix = k.to_string();
+    let mut cut = max.saturating_sub(suffix.len()).min(base.len());
+    while !base.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{suffix}", &base[..cut])
+}
+
+/// With `--count`: the line saying that observer `k` joined (JSON `observer_joined`, or text).
+fn joined_line(json: bool, t: Duration, k: u32, callsign: &str, player_id: u8) -> String {
+    if json {
+        let t = bzhead::observer::format_t(t);
+        let cs = serde_json::Value::from(callsign);
+        format!(r#"{{"v":1,"t":{t},"type":"observer_joined","observer":{k},"callsign":{cs},"id":{player_id}}}"#)
+    } else {
+        format!("--- observer {k} ({callsign}) joined as player {player_id}")
+    }
+}
+
+/// With `--count`: the line saying that every observer has joined (JSON `all_joined`, or text).
+fn all_joined_line(json: bool, t: Duration, count: u32) -> String {
+    if json {
+        format!(r#"{{"v":1,"t":{},"type":"all_joined","count":{count}}}"#, bzhead::observer::format_t(t))
+    } else {
+        format!("--- all {count} observers joined")
+    }
+}
+
 fn observe(a: ObserveArgs) -> u8 {
     let filter = match Filter::new(&a.show, &a.hide) {
         Ok(f) => f,
@@ -202,8 +246,9 @@ fn observe(a: ObserveArgs) -> u8 {
             return exit::CONNECT;
         }
     };
-    let config = SessionConfig {
-        callsign: a.callsign.clone(),
+    let count = a.count.max(1);
+    let config_for = |k: u32| SessionConfig {
+        callsign: numbered_callsign(&a.callsign, k, count),
         motto: a.motto.clone(),
         team: Team::Observer,
         player_type: PlayerType::Tank,
@@ -221,8 +266,9 @@ fn observe(a: ObserveArgs) -> u8 {
             return exit::PROTOCOL;
         }
     };
+    // The first observer records (if asked); the others only watch.
     let options = SessionOptions { record: a.record.clone(), cache: world_cache(a.no_cache, a.cache_dir.clone()) };
-    let id = match reactor.add_session(addr, config, options) {
+    let id = match reactor.add_session(addr, config_for(1), options) {
         Ok(id) => id,
         Err(e) => {
             eprintln!("bzhead: cannot connect to {addr}: {e}");
@@ -231,6 +277,16 @@ fn observe(a: ObserveArgs) -> u8 {
     };
     let start = reactor.started(id).unwrap_or_else(Instant::now);
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
+    // With --count: the other observers, connected one after another. `observers[k - 1]` is observer k's session
+    // once it has connected; `next_connect` is when the next one does.
+    let stagger = Duration::from_millis(a.stagger_ms);
+    let mut observers: Vec<SessionId> = vec![id];
+    let mut next_connect = start + stagger;
+    let mut joined = vec![false; count as usize];
+    let mut joined_count = 0u32;
+    // How many observers to connect (fewer when a connect fails).
+    let mut target = count as usize;
+    let mut other_code = exit::OK;
 
     // Ctrl-C, SIGTERM and SIGHUP leave cleanly (MsgExit) instead of dropping the connection; a second one quits
     // at once.
@@ -283,7 +339,11 @@ fn observe(a: ObserveArgs) -> u8 {
         }
     };
     loop {
-        let wait = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(Duration::from_secs(3600));
+        let now = Instant::now();
+        let mut wait = deadline.map(|d| d.saturating_duration_since(now)).unwrap_or(Duration::from_secs(3600));
+        if !left && observers.len() < target {
+            wait = wait.min(next_connect.saturating_duration_since(now));
+        }
         if let Err(e) = reactor.turn(Some(wait)) {
             eprintln!("bzhead: event loop failed: {e}");
             return exit::PROTOCOL;
@@ -291,7 +351,9 @@ fn observe(a: ObserveArgs) -> u8 {
         while let Ok(line) = rx.try_recv() {
             let line = line.trim_end_matches(['\r', '\n']);
             if line.trim() == "/quit" {
-                reactor.leave(id);
+                for &o in &observers {
+                    reactor.leave(o);
+                }
                 left = true;
             } else if !line.trim().is_empty() {
                 let text = line.strip_prefix("//").map(|r| format!("/{r}")).unwrap_or_else(|| line.to_string());
@@ -299,11 +361,61 @@ fn observe(a: ObserveArgs) -> u8 {
             }
         }
         if !left && (deadline.is_some_and(|d| Instant::now() >= d) || sig_rx.try_recv().is_ok()) {
-            reactor.leave(id);
+            for &o in &observers {
+                reactor.leave(o);
+            }
             left = true;
         }
+        while !left && observers.len() < target && Instant::now() >= next_connect {
+            let k = observers.len() as u32 + 1;
+            let options = SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+            match reactor.add_session(addr, config_for(k), options) {
+                Ok(o) => observers.push(o),
+                Err(e) => {
+                    eprintln!("bzhead: observer {k} cannot connect to {addr}: {e}");
+                    other_code = exit::CONNECT;
+                    // Nothing more to connect: the others keep watching.
+                    target = observers.len();
+                    break;
+                }
+            }
+            next_connect += stagger;
+        }
         let mut printed = false;
-        while let Some((_, at, ev)) = reactor.poll_event() {
+        while let Some((sid, at, ev)) = reactor.poll_event() {
+            if count > 1 {
+                let k = observers.iter().position(|&o| o == sid).map_or(0, |i| i as u32 + 1);
+                if let (Event::Accept { id: player_id }, true) = (&ev, k > 0) {
+                    if !joined[k as usize - 1] {
+                        joined[k as usize - 1] = true;
+                        joined_count += 1;
+                        let t = at.saturating_duration_since(start);
+                        let callsign = numbered_callsign(&a.callsign, k, count);
+                        let _ = writeln!(out, "{}", joined_line(a.json, t, k, &callsign, *player_id));
+                        if joined_count == count {
+                            let _ = writeln!(out, "{}", all_joined_line(a.json, t, count));
+                        }
+                        printed = true;
+                    }
+                }
+                if k > 1 {
+                    // Only the first observer's events are printed; the others report how they ended.
+                    if let Event::Closed { exit_code: c, .. } = ev {
+                        if c != 0 {
+                            let why = reactor.session(sid).and_then(|s| s.end().map(|e| e.to_string()));
+                            eprintln!(
+                                "bzhead: observer {k} ({}): {}",
+                                numbered_callsign(&a.callsign, k, count),
+                                why.unwrap_or_else(|| format!("closed with exit code {c}"))
+                            );
+                            if other_code == exit::OK {
+                                other_code = u8::try_from(c).unwrap_or(exit::PROTOCOL);
+                            }
+                        }
+                    }
+                    continue;
+                }
+            }
             print(&mut out, at, &ev);
             printed = true;
         }
@@ -311,7 +423,7 @@ fn observe(a: ObserveArgs) -> u8 {
         if printed {
             let _ = out.flush();
         }
-        if reactor.is_done(id) {
+        if observers.iter().all(|&o| reactor.is_done(o)) && (left || observers.len() >= target) {
             break;
         }
     }
@@ -325,7 +437,11 @@ fn observe(a: ObserveArgs) -> u8 {
             eprintln!("bzhead: the recording {} is incomplete: {err}", path.display());
         }
     }
-    exit_code
+    if exit_code == exit::OK {
+        other_code
+    } else {
+        exit_code
+    }
 }
 
 fn query_bzflag(server: &str, json: bool, timeout_ms: u64) -> u8 {

@@ -357,3 +357,42 @@ fn ctrl_c_leaves_cleanly() {
         bzfs.log()
     );
 }
+
+#[test]
+fn three_observers_in_one_process_all_join_and_leave_cleanly() {
+    let bzfs = Bzfs::builder().ctf().start();
+    let cache = TempDir::new("count-cache");
+    let mut obs = Observer::start(bzfs.addr(), &cache, &["--callsign", "crowd", "--count", "3", "--stagger-ms", "20"]);
+    assert!(obs.wait_event(|e| e["type"] == "all_joined" && e["count"] == 3), "{}", obs.out.text());
+    let ev = obs.events();
+    let joined: Vec<&str> = of_type(&ev, "observer_joined").iter().map(|e| e["callsign"].as_str().unwrap()).collect();
+    assert_eq!(joined.len(), 3, "{}", obs.out.text());
+    for name in ["crowd1", "crowd2", "crowd3"] {
+        assert!(joined.contains(&name), "{name} missing: {}", obs.out.text());
+    }
+    // Only the first observer's events are printed: one accept, its own.
+    assert_eq!(of_type(&ev, "accept").len(), 1, "{}", obs.out.text());
+
+    // The server lists all three as observers.
+    let q = run_bzhead(["query", "bzflag", "--json", &bzfs.host_port()], WAIT);
+    assert!(q.success(), "{}", q.describe());
+    let v: Value = serde_json::from_str(q.stdout.trim()).unwrap();
+    let list = v["player_list"].as_array().expect("player list");
+    for name in ["crowd1", "crowd2", "crowd3"] {
+        assert!(
+            list.iter().any(|p| p["name"] == name && p["team"] == "observer"),
+            "{name} not listed as an observer: {}",
+            q.stdout
+        );
+    }
+
+    obs.say("/quit");
+    assert_eq!(obs.wait_exit(WAIT), Some(0), "{}", obs.out.text());
+    for name in ["crowd1", "crowd2", "crowd3"] {
+        assert!(
+            bzfs.log_buf().wait_until(WAIT, |log| log.lines().any(|l| l.contains(name) && l.contains(": left"))),
+            "bzfs should log {name}'s clean leave:\n{}",
+            bzfs.log()
+        );
+    }
+}
