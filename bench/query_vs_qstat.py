@@ -199,6 +199,7 @@ def main():
                 lambda l: ["node", js, l], lambda out: json.loads(out.strip().splitlines()[-1])["answered"])
         # Round by round: every client runs once per round (its empty-list run, then the fleet), so that a change in
         # the machine's load during the benchmark (others compiling on the other core) falls on every client alike.
+        failed = False
         base = {name: [] for name in clients}
         runs = {name: [] for name in clients}  # (wall s, cpu s, answered)
         for _ in range(a.runs):
@@ -212,9 +213,13 @@ def main():
                 if n == 0:
                     print(f"{name}: nothing answered\n{err[-2000:]}", file=sys.stderr)
                     runs[name] = None
+                    if name.startswith("bzhead"):
+                        failed = True
                     continue
                 runs[name].append((wall, cpu, n))
                 time.sleep(1.2)
+        if failed:
+            sys.exit("bench/query_vs_qstat.py: bzhead answered nothing (see above)")
         rows = []
         for name, rs in runs.items():
             if not rs:
