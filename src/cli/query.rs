@@ -355,9 +355,10 @@ fn run_scan(
     }
     let id = reactor.add_scan(scan);
     loop {
-        while let Some((_, _, ev)) = reactor.poll_scan_event() {
+        while let Some((sid, _, ev)) = reactor.poll_scan_event() {
             let ScanEvent::Result(r) = ev;
             on(Tick::Result(&r));
+            reactor.recycle_scan_result(sid, r);
         }
         if let Some(s) = reactor.scan(id) {
             on(Tick::Turn(&s.stats(), s.pending() + s.running()));

@@ -34,7 +34,7 @@ use query_abi::{
 };
 
 use super::loader::PluginLibrary;
-use super::result::{Answer, FieldValue, MAX_ANSWER_TEXT};
+use super::result::{Answer, FieldValue, ServerField, MAX_ANSWER_TEXT};
 use super::scan::{MAX_FIELDS, MAX_PLAYERS};
 
 /// Longest text (name, key, value, log line, error) accepted from a plugin, in bytes.
@@ -147,6 +147,8 @@ pub struct CallOutput {
     pub answer_hint: (usize, usize, usize),
     /// How many answer data reports (server fields, rules, raw fields, players) the call made.
     pub data_reports: usize,
+    /// Empty answers whose buffers are reused for new ones (see [`super::Scan::recycle`]).
+    pub spare: Vec<Box<Answer>>,
     text: String,
     bytes: Vec<u8>,
 }
@@ -197,7 +199,11 @@ impl CallOutput {
             return Ok(());
         }
         let hint = self.answer_hint;
-        let answer = self.answer.get_or_insert_with(|| Box::new(Answer::with_capacity(hint.0, hint.1, hint.2)));
+        let spare = &mut self.spare;
+        let answer = self.answer.get_or_insert_with(|| match spare.pop() {
+            Some(a) => a,
+            None => Box::new(Answer::with_capacity(hint.0, hint.1, hint.2)),
+        });
         if !answer.can_hold(text) {
             return Err(Report::TooMany { what: "bytes of text", max: MAX_ANSWER_TEXT });
         }
@@ -583,7 +589,27 @@ unsafe fn text<'a>(s: Str) -> Result<&'a str, &'static str> {
     }
     // SAFETY: forwarded to the caller; the view checks null with a length.
     let bytes = unsafe { s.as_bytes() }.map_err(|_| "text pointer is null with a length")?;
-    std::str::from_utf8(bytes).map_err(|_| "text is not UTF-8")
+    utf8(bytes).ok_or("text is not UTF-8")
+}
+
+/// `bytes` as text when it is UTF-8. Nearly every report is short ASCII (keys, numbers, names), for which one pass
+/// of word-sized ORs is several times cheaper than the general validator's set-up; anything else goes to it.
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut acc = 0u64;
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        acc |= u64::from_ne_bytes(b);
+    }
+    let tail = words.remainder().iter().fold(0u8, |a, &c| a | c);
+    if acc & HIGHS == 0 && tail < 0x80 {
+        // SAFETY: every byte is below 0x80: ASCII, which is UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
 }
 
 /// Checks a borrowed value (its text as [`text`] checks it); returns it with its size against the byte budget.
@@ -633,23 +659,22 @@ unsafe fn address(a: *const Addr) -> Result<SocketAddr, &'static str> {
     unsafe { a.read() }.to_socket_addr().ok_or("unknown address family")
 }
 
-/// The well-known key `k` as a static string, with the value kinds it takes.
-fn server_key(k: &str) -> Option<(&'static str, &'static [u32])> {
+/// The well-known key `k` (`None` inside: `player_list_complete`, which is a report, not answer data), with the
+/// value kinds it takes.
+fn server_key(k: &str) -> Option<(Option<ServerField>, &'static [u32])> {
     const TEXT: &[u32] = &[VALUE_STR, VALUE_NULL];
     const INT: &[u32] = &[VALUE_INT, VALUE_NULL];
     const BOOL: &[u32] = &[VALUE_BOOL, VALUE_NULL];
-    Some(match k {
-        keys::NAME => (keys::NAME, TEXT),
-        keys::MAP => (keys::MAP, TEXT),
-        keys::GAME_TYPE => (keys::GAME_TYPE, TEXT),
-        keys::PLAYERS => (keys::PLAYERS, INT),
-        keys::MAX_PLAYERS => (keys::MAX_PLAYERS, INT),
-        keys::BOTS => (keys::BOTS, INT),
-        keys::PASSWORD => (keys::PASSWORD, BOOL),
-        keys::VERSION => (keys::VERSION, TEXT),
-        keys::PLAYER_LIST_COMPLETE => (keys::PLAYER_LIST_COMPLETE, BOOL),
-        _ => return None,
-    })
+    if k == keys::PLAYER_LIST_COMPLETE {
+        return Some((None, BOOL));
+    }
+    let f = ServerField::from_key(k)?;
+    let kinds = match f {
+        ServerField::Name | ServerField::Map | ServerField::GameType | ServerField::Version => TEXT,
+        ServerField::Players | ServerField::MaxPlayers | ServerField::Bots => INT,
+        ServerField::Password => BOOL,
+    };
+    Some((Some(f), kinds))
 }
 
 unsafe extern "C" fn cb_send_to(ctx: *mut c_void, tag: u64, to: *const Addr, data: Bytes) -> Status {
@@ -688,11 +713,11 @@ unsafe extern "C" fn cb_report_server(ctx: *mut c_void, tag: u64, key: Str, v: *
                 return Err(if raw.kind > VALUE_STR { "unknown value kind" } else { "wrong value kind for the key" });
             }
             let (value, size) = value_of(&raw)?;
-            if key == keys::PLAYER_LIST_COMPLETE {
+            let Some(field) = key else {
                 return Accepted::report(Report::ListComplete(value != FieldValue::Bool(false)), size);
-            }
+            };
             let applied = st.out.apply_to_answer(size, |a| {
-                a.set_server_field(key, value);
+                a.set_server(field, value);
                 Ok(())
             });
             Accepted::data(applied, size)

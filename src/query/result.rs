@@ -199,6 +199,45 @@ pub enum TextField {
     Version,
 }
 
+/// The well-known fields an answer stores (`query_abi::keys`, but `player_list_complete`, which is not stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerField {
+    /// `name`.
+    Name,
+    /// `map`.
+    Map,
+    /// `game_type`.
+    GameType,
+    /// `players`.
+    Players,
+    /// `max_players`.
+    MaxPlayers,
+    /// `bots`.
+    Bots,
+    /// `password`.
+    Password,
+    /// `version`.
+    Version,
+}
+
+impl ServerField {
+    /// The field of a well-known key.
+    pub fn from_key(key: &str) -> Option<ServerField> {
+        use query_abi::keys;
+        Some(match key {
+            keys::NAME => ServerField::Name,
+            keys::MAP => ServerField::Map,
+            keys::GAME_TYPE => ServerField::GameType,
+            keys::PLAYERS => ServerField::Players,
+            keys::MAX_PLAYERS => ServerField::MaxPlayers,
+            keys::BOTS => ServerField::Bots,
+            keys::PASSWORD => ServerField::Password,
+            keys::VERSION => ServerField::Version,
+            _ => return None,
+        })
+    }
+}
+
 /// The integer-valued well-known fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CountField {
@@ -226,6 +265,42 @@ impl Answer {
         self.text.reserve(text);
         self.fields.reserve(fields);
         self.players_list.reserve(players);
+    }
+
+    /// Empties the answer, keeping the room of its buffers (to build another one in it).
+    pub fn clear(&mut self) {
+        let Answer {
+            text,
+            json,
+            fields,
+            players_list,
+            list_known,
+            rule_count,
+            raw_count,
+            name,
+            map,
+            game_type,
+            version,
+            players,
+            max_players,
+            bots,
+            password,
+            servers,
+        } = self;
+        text.clear();
+        json.clear();
+        fields.clear();
+        players_list.clear();
+        *list_known = false;
+        (*rule_count, *raw_count) = (0, 0);
+        (*name, *map, *game_type, *version) = (None, None, None, None);
+        (*players, *max_players, *bots, *password) = (None, None, None, None);
+        *servers = None;
+    }
+
+    /// Bytes of text, fields and players the answer has room for without growing.
+    pub fn capacities(&self) -> (usize, usize, usize) {
+        (self.text.capacity(), self.fields.capacity(), self.players_list.capacity())
     }
 
     /// Bytes of text, fields and players held (to size the next answer).
@@ -374,19 +449,24 @@ impl Answer {
     /// Sets a well-known field (`query_abi::keys`) from a value whose kind the host checked; other keys and kinds
     /// are ignored.
     pub fn set_server_field(&mut self, key: &str, v: FieldValue<'_>) {
-        use query_abi::keys;
-        let text = v.as_str();
-        let int = v.as_i64();
-        match key {
-            keys::NAME => self.set_text(TextField::Name, text),
-            keys::MAP => self.set_text(TextField::Map, text),
-            keys::GAME_TYPE => self.set_text(TextField::GameType, text),
-            keys::VERSION => self.set_text(TextField::Version, text),
-            keys::PLAYERS => self.set_count(CountField::Players, int),
-            keys::MAX_PLAYERS => self.set_count(CountField::MaxPlayers, int),
-            keys::BOTS => self.set_count(CountField::Bots, int),
-            keys::PASSWORD => self.password = if let FieldValue::Bool(b) = v { Some(b) } else { None },
-            _ => {}
+        if let Some(f) = ServerField::from_key(key) {
+            self.set_server(f, v);
+        }
+    }
+
+    /// [`Answer::set_server_field`] with the key already looked up.
+    pub fn set_server(&mut self, field: ServerField, v: FieldValue<'_>) {
+        let text = || v.as_str();
+        let int = || v.as_i64();
+        match field {
+            ServerField::Name => self.set_text(TextField::Name, text()),
+            ServerField::Map => self.set_text(TextField::Map, text()),
+            ServerField::GameType => self.set_text(TextField::GameType, text()),
+            ServerField::Version => self.set_text(TextField::Version, text()),
+            ServerField::Players => self.set_count(CountField::Players, int()),
+            ServerField::MaxPlayers => self.set_count(CountField::MaxPlayers, int()),
+            ServerField::Bots => self.set_count(CountField::Bots, int()),
+            ServerField::Password => self.password = if let FieldValue::Bool(b) = v { Some(b) } else { None },
         }
     }
 
@@ -824,6 +904,10 @@ impl QueryResult {
         write_addr(out, &self.address);
         match &self.outcome {
             Ok(a) => {
+                // Every string below but the JSON values' comes from the answer's text buffer: when nothing in it
+                // needs escaping (nearly always), the strings are copied as they are, without a look at each.
+                let clean = (!needs_escape(a.text.as_bytes())).then_some(a.text.as_str());
+                out.reserve(a.text.len() + 24 * a.fields.len() + 64 * a.players_list.len() + 256);
                 out.extend_from_slice(b"\",\"ok\":true,\"ping_ms\":");
                 match self.ping_ms {
                     // `serde_json` writes non-finite floats as null and the rest in its shortest form.
@@ -833,11 +917,11 @@ impl QueryResult {
                     None => out.extend_from_slice(b"null"),
                 }
                 out.extend_from_slice(b",\"name\":");
-                write_opt_str(out, a.name());
+                write_opt_text(out, clean, a.name());
                 out.extend_from_slice(b",\"map\":");
-                write_opt_str(out, a.map());
+                write_opt_text(out, clean, a.map());
                 out.extend_from_slice(b",\"game_type\":");
-                write_opt_str(out, a.game_type());
+                write_opt_text(out, clean, a.game_type());
                 out.extend_from_slice(b",\"players\":");
                 write_opt_int(out, a.players);
                 out.extend_from_slice(b",\"max_players\":");
@@ -851,7 +935,7 @@ impl QueryResult {
                     Some(false) => b"false",
                 });
                 out.extend_from_slice(b",\"version\":");
-                write_opt_str(out, a.version());
+                write_opt_text(out, clean, a.version());
                 out.extend_from_slice(b",\"player_list\":");
                 match a.player_list() {
                     None => out.extend_from_slice(b"null"),
@@ -862,18 +946,18 @@ impl QueryResult {
                                 out.push(b',');
                             }
                             out.extend_from_slice(b"{\"name\":");
-                            write_str(out, p.name);
+                            write_text(out, clean, p.name);
                             out.extend_from_slice(b",\"score\":");
-                            write_value(out, p.score);
+                            write_text_value(out, clean, p.score);
                             out.extend_from_slice(b",\"team\":");
-                            write_value(out, p.team);
+                            write_text_value(out, clean, p.team);
                             out.extend_from_slice(b",\"ping\":");
-                            write_value(out, p.ping);
+                            write_text_value(out, clean, p.ping);
                             for (k, v) in p.extra.iter() {
                                 out.push(b',');
-                                write_str(out, k);
+                                write_text(out, clean, k);
                                 out.push(b':');
-                                write_value(out, v);
+                                write_text_value(out, clean, v);
                             }
                             out.push(b'}');
                         }
@@ -881,9 +965,9 @@ impl QueryResult {
                     }
                 }
                 out.extend_from_slice(b",\"rules\":");
-                write_fields(out, a.rules());
+                write_fields(out, clean, a.rules());
                 out.extend_from_slice(b",\"raw\":");
-                write_fields(out, a.raw());
+                write_fields(out, clean, a.raw());
                 if let Some(servers) = a.servers() {
                     out.extend_from_slice(b",\"servers\":[");
                     for (i, s) in servers.iter().enumerate() {
@@ -1027,9 +1111,22 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+/// A string of an answer: `clean` is the answer's whole text buffer when nothing in it needs escaping (see
+/// [`QueryResult::write_json`]), `None` when something might; clean text is copied as it is.
+fn write_text(out: &mut Vec<u8>, clean: Option<&str>, s: &str) {
+    match clean {
+        Some(_) => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
+        None => write_str(out, s),
+    }
+}
+
+fn write_opt_text(out: &mut Vec<u8>, clean: Option<&str>, s: Option<&str>) {
     match s {
-        Some(s) => write_str(out, s),
+        Some(s) => write_text(out, clean, s),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -1037,6 +1134,10 @@ fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
 fn write_uint(out: &mut Vec<u8>, mut n: u64) {
     if n < 10 {
         out.push(b'0' + n as u8);
+        return;
+    }
+    if n < 100 {
+        out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
         return;
     }
     let mut buf = [0u8; 20];
@@ -1066,6 +1167,14 @@ fn write_opt_int(out: &mut Vec<u8>, n: Option<i64>) {
     }
 }
 
+/// [`write_value`] of a value of an answer (text from its buffer, see [`write_text`]).
+fn write_text_value(out: &mut Vec<u8>, clean: Option<&str>, v: FieldValue<'_>) {
+    match v {
+        FieldValue::Str(s) => write_text(out, clean, s),
+        v => write_value(out, v),
+    }
+}
+
 fn write_value(out: &mut Vec<u8>, v: FieldValue<'_>) {
     match v {
         FieldValue::Null => out.extend_from_slice(b"null"),
@@ -1079,15 +1188,15 @@ fn write_value(out: &mut Vec<u8>, v: FieldValue<'_>) {
     }
 }
 
-fn write_fields(out: &mut Vec<u8>, f: Fields<'_>) {
+fn write_fields(out: &mut Vec<u8>, clean: Option<&str>, f: Fields<'_>) {
     out.push(b'{');
     for (i, (k, v)) in f.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write_str(out, k);
+        write_text(out, clean, k);
         out.push(b':');
-        write_value(out, v);
+        write_text_value(out, clean, v);
     }
     out.push(b'}');
 }
@@ -1211,6 +1320,29 @@ mod tests {
             r.write_json(&mut mine);
             assert_eq!(String::from_utf8(mine).unwrap(), serde_json::to_string(&r).unwrap());
         }
+        // Text without anything to escape is copied without a look at each string.
+        let mut plain = Answer::with_capacity(0, 0, 0);
+        plain.set_text(TextField::Name, Some("a"));
+        plain.set_player_list_known(true);
+        for n in 0..40 {
+            let s: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            plain.set_rule(&format!("k{n}"), FieldValue::Str(&s));
+            plain.push_player(
+                &s,
+                FieldValue::Int(n),
+                FieldValue::Null,
+                FieldValue::Int(999),
+                [("x", FieldValue::Str(&s))],
+            );
+        }
+        plain.set_raw("last", FieldValue::Str("tail end"));
+        plain.set_text(TextField::Version, Some("v"));
+        let mut r = result(Ok(plain));
+        let mut mine = Vec::new();
+        r.write_json(&mut mine);
+        assert_eq!(String::from_utf8(mine).unwrap(), serde_json::to_string(&r).unwrap());
+        r.ping_ms = Some(12.5);
+        assert_eq!(r.to_json_line(), serde_json::to_string(&r).unwrap());
         let mut master = Answer::default();
         master.set_servers(Some(vec!["1.2.3.4:5".parse().unwrap(), "[2001:db8::1]:27950".parse().unwrap()]));
         let mut r = result(Ok(master));

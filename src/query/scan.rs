@@ -37,7 +37,7 @@
 use std::cmp::Reverse;
 use std::collections::{hash_map, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -64,6 +64,9 @@ pub const MAX_TIMEOUT_CALLS: u32 = 1000;
 pub const MAX_PENDING: usize = 1 << 22;
 /// Most room (text bytes, fields, players) given to a new answer before it reports anything.
 const MAX_ANSWER_HINT: (usize, usize, usize) = (16 * 1024, 256, 64);
+
+/// Most answers kept for reuse ([`Scan::recycle`]).
+const MAX_SPARE_ANSWERS: usize = 256;
 
 /// How a [`Scan`] schedules its queries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,7 +262,7 @@ struct Query {
 #[derive(Default)]
 struct MasterList {
     entries: Vec<SocketAddr>,
-    seen: HashSet<AddrKey>,
+    seen: HashSet<AddrKey, AddrHash>,
 }
 
 struct Bucket {
@@ -311,13 +314,13 @@ pub struct Scan {
     epoch: Instant,
     pending: VecDeque<(usize, Target)>,
     /// Every (protocol, address) queued so far, the protocol as an index into `protocol_names`.
-    known: HashSet<(usize, AddrKey)>,
+    known: HashSet<(usize, AddrKey), AddrHash>,
     protocol_names: Vec<String>,
     next_index: usize,
     next_tag: u64,
     running: Slab<Query>,
-    by_addr: HashMap<AddrKey, usize>,
-    last_end: HashMap<AddrKey, Instant>,
+    by_addr: HashMap<AddrKey, usize, AddrHash>,
+    last_end: HashMap<AddrKey, Instant, AddrHash>,
     timers: BinaryHeap<Reverse<(Instant, u64, usize, u64)>>,
     timer_seq: u64,
     admit_at: Option<Instant>,
@@ -331,6 +334,12 @@ pub struct Scan {
     /// Room to give a new answer at its first report: about the size of recent answers, so that building one
     /// does not grow its buffers report by report.
     answer_hint: (usize, usize, usize),
+    /// Boxes of answers that were handed out in results, for [`Scan::recycle`] (the boxes themselves are what is
+    /// kept: a query's answer is built in one).
+    #[allow(clippy::vec_box)]
+    empty_boxes: Vec<Box<Answer>>,
+    /// `config.hard_timeout()`, worked out once.
+    hard_timeout: Duration,
 }
 
 impl fmt::Debug for Scan {
@@ -387,6 +396,79 @@ impl Hash for AddrKey {
     }
 }
 
+/// The hasher of the scheduler's address maps: a keyed multiply-and-fold over the few words of an [`AddrKey`] (and a
+/// protocol index), with a key drawn per map from the standard library's random source, so that the layout of a
+/// map cannot be predicted from a list of addresses. The standard (SipHash) hasher costs several times more, and
+/// the maps are looked up several times per query.
+#[derive(Clone, Copy)]
+struct AddrHash {
+    key: [u64; 2],
+}
+
+impl Default for AddrHash {
+    fn default() -> AddrHash {
+        let r = std::collections::hash_map::RandomState::new();
+        AddrHash { key: [r.hash_one(0x5a17_u64), r.hash_one(0xb0b5_u64)] }
+    }
+}
+
+impl BuildHasher for AddrHash {
+    type Hasher = AddrHasher;
+
+    fn build_hasher(&self) -> AddrHasher {
+        AddrHasher { h: self.key[0], k: self.key[1] }
+    }
+}
+
+/// See [`AddrHash`].
+struct AddrHasher {
+    h: u64,
+    k: u64,
+}
+
+/// The high and low halves of the full product, folded.
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a).wrapping_mul(u128::from(b));
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+impl AddrHasher {
+    fn mix(&mut self, w: u64) {
+        self.h = fold_mul(self.h ^ w, self.k ^ 0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+impl Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b.get_mut(..c.len()).unwrap_or(&mut []).copy_from_slice(c);
+            self.mix(u64::from_le_bytes(b) ^ ((c.len() as u64) << 59));
+        }
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.mix(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.mix(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.mix(n as u64);
+    }
+
+    fn write_u128(&mut self, n: u128) {
+        self.mix(n as u64);
+        self.mix((n >> 64) as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        fold_mul(self.h, self.k | 1)
+    }
+}
+
 fn normalize(a: SocketAddr) -> SocketAddr {
     match a {
         SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
@@ -418,19 +500,20 @@ impl Scan {
             burst: f64::from(config.burst),
             dry: false,
         };
+        let hard_timeout = config.hard_timeout();
         Scan {
             config,
             plugins,
             host: PluginHost::new(),
             epoch: now,
             pending: VecDeque::new(),
-            known: HashSet::new(),
+            known: HashSet::default(),
             protocol_names: Vec::new(),
             next_index: 0,
             next_tag: 1,
             running: Slab::new(),
-            by_addr: HashMap::new(),
-            last_end: HashMap::new(),
+            by_addr: HashMap::default(),
+            last_end: HashMap::default(),
             timers: BinaryHeap::new(),
             timer_seq: 0,
             admit_at: None,
@@ -441,6 +524,8 @@ impl Scan {
             events: VecDeque::new(),
             stats: ScanStats::default(),
             answer_hint: (0, 0, 0),
+            empty_boxes: Vec::new(),
+            hard_timeout,
         }
     }
 
@@ -679,6 +764,29 @@ impl Scan {
         self.events.pop_front()
     }
 
+    /// Gives back a result that was read: its answer's buffers are reused for a later answer, so that a long scan
+    /// does not allocate them for every server (optional; an answer much larger than usual is dropped instead).
+    pub fn recycle(&mut self, result: QueryResult) {
+        let Ok(mut answer) = result.outcome else { return };
+        let (text, fields, players) = answer.capacities();
+        if text > 4 * MAX_ANSWER_HINT.0 || fields > 4 * MAX_ANSWER_HINT.1 || players > 4 * MAX_ANSWER_HINT.2 {
+            return;
+        }
+        let mut out = self.host.output();
+        if out.spare.len() >= MAX_SPARE_ANSWERS {
+            return;
+        }
+        answer.clear();
+        let boxed = match self.empty_boxes.pop() {
+            Some(mut b) => {
+                *b = answer;
+                b
+            }
+            None => Box::new(answer),
+        };
+        out.spare.push(boxed);
+    }
+
     /// When [`Scan::handle_timeout`] should be called next.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         // Drop stale heap tops so the answer is a real deadline.
@@ -754,7 +862,7 @@ impl Scan {
             target,
             tag,
             runner: Runner::Tcp,
-            hard_deadline: later(now, self.config.hard_timeout()),
+            hard_deadline: later(now, self.hard_timeout),
             plugin_deadline: None,
             armed: None,
             last_timeout_call: None,
@@ -930,7 +1038,17 @@ impl Scan {
         match done {
             Some(Ok(())) => {
                 let q = &mut self.running[key];
-                let mut answer = q.answer.take().map_or_else(Answer::default, |b| *b);
+                // The answer leaves its box, which is kept for a recycled answer ([`Scan::recycle`]).
+                let mut answer = match q.answer.take() {
+                    Some(mut b) => {
+                        let a = std::mem::take(&mut *b);
+                        if self.empty_boxes.len() < MAX_SPARE_ANSWERS {
+                            self.empty_boxes.push(b);
+                        }
+                        a
+                    }
+                    None => Answer::default(),
+                };
                 if let Some(m) = q.master.take() {
                     answer.set_servers(Some(m.entries));
                 } else {

@@ -22,7 +22,7 @@ use tracing::debug;
 use super::{Reactor, SessionId, SessionOptions, Source};
 use crate::bzflag::event::Event;
 use crate::bzflag::session::{SessionConfig, SessionEnd};
-use crate::query::result::{Answer, ErrorKind, QueryError};
+use crate::query::result::{Answer, ErrorKind, QueryError, QueryResult};
 use crate::query::scan::{Scan, ScanEvent, TcpQueryId};
 use batch::{send_batch, RecvBatch, BATCH};
 
@@ -119,6 +119,13 @@ impl Reactor {
     /// The next finished query of any scan, with the scan and the time.
     pub fn poll_scan_event(&mut self) -> Option<(ScanId, Instant, ScanEvent)> {
         self.scan_out.pop_front()
+    }
+
+    /// Gives a result read from [`Reactor::poll_scan_event`] back to its scan for reuse ([`Scan::recycle`]).
+    pub fn recycle_scan_result(&mut self, id: ScanId, result: QueryResult) {
+        if let Some(s) = self.scans.get_mut(id.0) {
+            s.scan.recycle(result);
+        }
     }
 
     /// Takes a scan off the reactor, closing its sockets (its built-in TCP queries run to their end unheard).

@@ -183,8 +183,19 @@ impl Sink for HostSink {
         if self.done {
             return;
         }
-        self.fields.clear();
-        self.fields.extend(p.extra.iter().map(|(k, v)| AbiField { key: host_text(k), value: abi_value(*v) }));
+        let field = |(k, v): &(&str, Value<'_>)| AbiField { key: host_text(k), value: abi_value(*v) };
+        // A few fields (the usual case) go in an array on the stack, more in the reused vector.
+        let mut few = [AbiField { key: Str::EMPTY, value: AbiValue::NULL }; 4];
+        let fields: &[AbiField] = if p.extra.len() <= few.len() {
+            for (slot, f) in few.iter_mut().zip(p.extra) {
+                *slot = field(f);
+            }
+            few.get(..p.extra.len()).unwrap_or(&[])
+        } else {
+            self.fields.clear();
+            self.fields.extend(p.extra.iter().map(field));
+            &self.fields
+        };
         let abi = AbiPlayer {
             struct_size: size_of::<AbiPlayer>() as u32,
             reserved: 0,
@@ -192,8 +203,8 @@ impl Sink for HostSink {
             score: opt_int(p.score),
             team: abi_value(p.team),
             ping: opt_int(p.ping),
-            extra: if self.fields.is_empty() { ptr::null() } else { self.fields.as_ptr() },
-            extra_len: self.fields.len(),
+            extra: if fields.is_empty() { ptr::null() } else { fields.as_ptr() },
+            extra_len: fields.len(),
         };
         // SAFETY: see the comment above this impl; `fields` is not touched until the call returns.
         unsafe { f(self.api.ctx, self.tag, &abi) };

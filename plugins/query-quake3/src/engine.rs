@@ -34,9 +34,12 @@ const MAX_ENTRIES: usize = 1 << 20;
 
 /// The plugin's engine.
 #[derive(Debug)]
+// The engine already lives in a box of the export layer's: boxing the server query as well cost an allocation per
+// query; the rare master query stays boxed.
+#[allow(clippy::large_enum_variant)]
 pub enum Quake3Engine {
     /// `quake3` or `warsow`.
-    Server(Box<ServerQuery>),
+    Server(ServerQuery),
     /// `dpmaster`.
     Master(Box<MasterQuery>),
 }
@@ -114,7 +117,7 @@ impl Quake3Engine {
             _ => return Err(CreateError::UnknownProtocol),
         };
         let q = ServerQuery::new(flavor, target, config, info_challenge, status_challenge, now_ms, sink)?;
-        Ok(Quake3Engine::Server(Box::new(q)))
+        Ok(Quake3Engine::Server(q))
     }
 }
 
@@ -235,7 +238,14 @@ impl ServerQuery {
         let request = |c: &str| if which == 0 { msg::getinfo(c) } else { msg::getstatus(c) };
         if self.attempt == 0 {
             self.first_sent[which] = true;
-            sink.send(self.target, &request(self.first_challenge(which)));
+            // Built on the stack (a challenge is at most 128 bytes, so it always fits).
+            let command = if which == 0 { "getinfo" } else { "getstatus" };
+            let mut buf = [0u8; 160];
+            let challenge = self.first_challenge(which);
+            match msg::oob_with_into(&mut buf, command, challenge) {
+                Some(r) => sink.send(self.target, r),
+                None => sink.send(self.target, &request(challenge)),
+            };
         } else {
             let c = format!("{}r{}", self.first_challenge(which), self.attempt);
             sink.send(self.target, &request(&c));

@@ -25,13 +25,27 @@ fn oob(cmd: &str) -> Vec<u8> {
 }
 
 /// `<OOB><command> <argument>`, built in one allocation.
-fn oob_with(command: &str, argument: &str) -> Vec<u8> {
+pub fn oob_with(command: &str, argument: &str) -> Vec<u8> {
     let mut v = Vec::with_capacity(4 + command.len() + 1 + argument.len());
     v.extend_from_slice(OOB);
     v.extend_from_slice(command.as_bytes());
     v.push(b' ');
     v.extend_from_slice(argument.as_bytes());
     v
+}
+
+/// `<OOB><command> <argument>` written into `buf` (no allocation), or `None` when it does not fit.
+pub fn oob_with_into<'b>(buf: &'b mut [u8], command: &str, argument: &str) -> Option<&'b [u8]> {
+    let n = 4 + command.len() + 1 + argument.len();
+    let out = buf.get_mut(..n)?;
+    let (oob, rest) = out.split_at_mut(4);
+    oob.copy_from_slice(OOB);
+    let (cmd, rest) = rest.split_at_mut(command.len());
+    cmd.copy_from_slice(command.as_bytes());
+    let (space, arg) = rest.split_at_mut(1);
+    space.copy_from_slice(b" ");
+    arg.copy_from_slice(argument.as_bytes());
+    Some(out)
 }
 
 /// `getinfo <challenge>`.
@@ -128,41 +142,76 @@ fn pairs_of<'a, T: Copy + 'a>(
     .take(MAX_PAIRS)
 }
 
-/// The raw key/value pairs of an info string, without decoding (see [`parse_infostring`]).
-pub fn raw_pairs(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let b = b.strip_prefix(b"\\").unwrap_or(b);
-    let parts = b.split(|&c| c == b'\\').take(if b.is_empty() { 0 } else { usize::MAX });
-    pairs_of(parts, <[u8]>::is_empty, &[][..])
+/// Word-at-a-time byte search: each byte of `w` that equals `b` gets its high bit set in the result; bits above
+/// the first match may be set too (borrows), so only the lowest one is exact.
+const fn matches_in(w: u64, b: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let x = w ^ (ONES * b as u64);
+    x.wrapping_sub(ONES) & !x & HIGHS
 }
 
-fn str_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
-    let s = s.strip_prefix('\\').unwrap_or(s);
-    // Split at the ASCII backslashes found by a plain byte loop; `str::get` at those positions is O(1) (they are
-    // always character boundaries), so the text is validated once, by the caller, not per field.
-    let bytes = s.as_bytes();
+/// The index of the first `b` in `s`, eight bytes at a time (fields of info strings are short, but the general
+/// iterator search costs several instructions a byte).
+pub fn find_byte(s: &[u8], b: u8) -> Option<usize> {
+    let mut words = s.chunks_exact(8);
+    let mut at = 0;
+    for w in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(w);
+        let m = matches_in(u64::from_le_bytes(bytes), b);
+        if m != 0 {
+            return Some(at + (m.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words.remainder().iter().position(|&c| c == b).map(|n| at + n)
+}
+
+/// The fields of `b` between `sep` bytes, as byte ranges (like `split`, which yields one empty field for empty
+/// input: callers that want none skip it).
+fn split_ranges(b: &[u8], sep: u8) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut start = 0;
-    let mut finished = s.is_empty();
-    let parts = std::iter::from_fn(move || {
+    let mut finished = false;
+    std::iter::from_fn(move || {
         if finished {
             return None;
         }
-        let end = bytes.get(start..)?.iter().position(|&c| c == b'\\').map_or(bytes.len(), |n| start + n);
-        let field = s.get(start..end).unwrap_or("");
-        if end >= bytes.len() {
+        let end = b.get(start..).and_then(|r| find_byte(r, sep)).map_or(b.len(), |n| start + n);
+        let field = (start, end);
+        if end >= b.len() {
             finished = true;
         }
         start = end + 1;
         Some(field)
-    });
+    })
+}
+
+/// The raw key/value pairs of an info string, without decoding (see [`parse_infostring`]).
+pub fn raw_pairs(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let b = b.strip_prefix(b"\\").unwrap_or(b);
+    let parts = split_ranges(b, b'\\')
+        .take(if b.is_empty() { 0 } else { usize::MAX })
+        .map(move |(s, e)| b.get(s..e).unwrap_or(&[]));
+    pairs_of(parts, <[u8]>::is_empty, &[][..])
+}
+
+/// The pairs as [`raw_pairs`] splits them, of text (what [`parse_infostr`] makes in one pass; kept to test it).
+#[cfg(test)]
+fn str_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    let s = s.strip_prefix('\\').unwrap_or(s);
+    // Split at the ASCII backslashes; `str::get` at those positions is O(1) (they are always character boundaries),
+    // so the text is validated once, by the caller, not per field.
+    let parts = split_ranges(s.as_bytes(), b'\\')
+        .take(if s.is_empty() { 0 } else { usize::MAX })
+        .map(move |(a, e)| s.get(a..e).unwrap_or(""));
     pairs_of(parts, str::is_empty, "")
 }
 
-/// The raw value of `key` in an info string, without decoding the rest.
+/// The raw value of `key` in an info string, without decoding the rest (the pairs are the same split as bytes or
+/// as text, so nothing is validated).
 pub fn raw_get<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    match std::str::from_utf8(b) {
-        Ok(s) => str_pairs(s).find(|(k, _)| k.as_bytes() == key).map(|(_, v)| v.as_bytes()),
-        Err(_) => raw_pairs(b).find(|(k, _)| *k == key).map(|(_, v)| v),
-    }
+    raw_pairs(b).find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 /// Parses an info string `\\key\\value\\key\\value...` (ioq3 `Info_NextPair`) into pairs: the leading `\\` is
@@ -170,16 +219,107 @@ pub fn raw_get<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
 /// once for the whole string), else decoded as Latin-1.
 pub fn parse_infostring(b: &[u8]) -> Vec<Pair<'_>> {
     match std::str::from_utf8(b) {
-        Ok(s) => {
-            // Exactly as many pairs as the separators allow: a fixed large reservation per reply made glibc
-            // consolidate its free lists on every query.
-            let mut v = Vec::with_capacity(s.bytes().filter(|&c| c == b'\\').count().div_ceil(2));
-            for (k, val) in str_pairs(s) {
-                v.push((Cow::Borrowed(k), Cow::Borrowed(val)));
-            }
-            v
-        }
+        Ok(s) => parse_infostr(s),
         Err(_) => raw_pairs(b).map(|(k, v)| (utf8_or_latin1(k), utf8_or_latin1(v))).collect(),
+    }
+}
+
+/// [`parse_infostring`] of text already known to be UTF-8.
+fn parse_infostr(s: &str) -> Vec<Pair<'_>> {
+    // Exactly as many pairs as the separators allow: a fixed large reservation per reply made glibc consolidate its
+    // free lists on every query.
+    let mut v: Vec<Pair<'_>> = Vec::with_capacity(count_byte(s.as_bytes(), b'\\').div_ceil(2));
+    // The pairs `str_pairs` yields, in one pass over the separators: fields alternate key and value, a pair with an
+    // empty key is skipped (its value too), a last key without a value gets "", at most MAX_PAIRS pairs are kept.
+    let s = s.strip_prefix('\\').unwrap_or(s);
+    if s.is_empty() {
+        return v;
+    }
+    let mut key: Option<&str> = None;
+    let mut start = 0;
+    for end in Seps::new(s.as_bytes(), b'\\').chain(std::iter::once(s.len())) {
+        let field = s.get(start..end).unwrap_or("");
+        start = end + 1;
+        match key.take() {
+            None => key = Some(field),
+            Some("") => {}
+            Some(k) => {
+                if v.len() >= MAX_PAIRS {
+                    return v;
+                }
+                v.push((Cow::Borrowed(k), Cow::Borrowed(field)));
+            }
+        }
+    }
+    if let Some(k) = key.filter(|k| !k.is_empty() && v.len() < MAX_PAIRS) {
+        v.push((Cow::Borrowed(k), Cow::Borrowed("")));
+    }
+    v
+}
+
+/// The high bit of every byte of `w` that equals `b`, exactly (no borrow crosses bytes).
+const fn exact_matches(w: u64, b: u8) -> u64 {
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = w ^ (0x0101_0101_0101_0101 * b as u64);
+    !(((x & LOWS).wrapping_add(LOWS)) | x | LOWS)
+}
+
+/// The word of `b` at `at` (little-endian), or `None` past the last whole word.
+fn word_at(b: &[u8], at: usize) -> Option<u64> {
+    let w: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
+/// How many bytes of `b` equal `c`, eight at a time.
+fn count_byte(b: &[u8], c: u8) -> usize {
+    let mut words = b.chunks_exact(8);
+    let mut n = 0;
+    for w in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(w);
+        n += exact_matches(u64::from_le_bytes(bytes), c).count_ones() as usize;
+    }
+    n + words.remainder().iter().filter(|&&x| x == c).count()
+}
+
+/// The positions of the bytes equal to `sep` in `b`, in order, found eight bytes at a time.
+struct Seps<'a> {
+    b: &'a [u8],
+    sep: u8,
+    /// Where the word of `mask` starts, and where the next one does.
+    base: usize,
+    next: usize,
+    /// High bits of the matches of the current word not yet yielded.
+    mask: u64,
+}
+
+impl<'a> Seps<'a> {
+    fn new(b: &'a [u8], sep: u8) -> Seps<'a> {
+        Seps { b, sep, base: 0, next: 0, mask: 0 }
+    }
+}
+
+impl Iterator for Seps<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while self.mask == 0 {
+            if self.next >= self.b.len() {
+                return None;
+            }
+            self.base = self.next;
+            self.mask = match word_at(self.b, self.next) {
+                Some(w) => exact_matches(w, self.sep),
+                None => {
+                    let tail = self.b.get(self.next..).unwrap_or(&[]);
+                    tail.iter().enumerate().filter(|&(_, &c)| c == self.sep).fold(0, |m, (i, _)| m | 0x80 << (8 * i))
+                }
+            };
+            self.next += 8;
+        }
+        let at = self.base + (self.mask.trailing_zeros() / 8) as usize;
+        self.mask &= self.mask - 1;
+        Some(at)
     }
 }
 
@@ -203,7 +343,7 @@ pub struct StatusPlayer<'a> {
 
 /// Splits a status reply body into its info string and its player lines.
 pub fn split_status(body: &[u8]) -> (&[u8], &[u8]) {
-    match body.iter().position(|&c| c == b'\n') {
+    match find_byte(body, b'\n') {
         Some(n) => (body.get(..n).unwrap_or(&[]), body.get(n + 1..).unwrap_or(&[])),
         None => (body, &[][..]),
     }
@@ -212,12 +352,27 @@ pub fn split_status(body: &[u8]) -> (&[u8], &[u8]) {
 /// Parses a status reply body: the pairs, the players, and how many lines could not be read (skipped, like every
 /// browser does).
 pub fn parse_status(body: &[u8]) -> (Vec<Pair<'_>>, Vec<StatusPlayer<'_>>, usize) {
+    // A body that is UTF-8 as a whole (nearly all) is checked once: its info string and player names are borrowed
+    // from it without a check per field or name (its slices at ASCII separators are text too).
+    let text = std::str::from_utf8(body).ok();
     let (info, lines) = split_status(body);
-    let pairs = parse_infostring(info);
+    let pairs = match text.and_then(|t| t.get(..info.len())) {
+        Some(t) => parse_infostr(t),
+        None => parse_infostring(info),
+    };
+    let lines_at = body.len() - lines.len();
+    let lines_text = text.and_then(|t| t.get(lines_at..));
     let mut players = Vec::new();
     let mut bad = 0;
-    for line in lines.split(|&c| c == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let ends = Seps::new(lines, b'\n').chain(std::iter::once(lines.len()));
+    let mut next_start = 0;
+    for end in ends {
+        let start = std::mem::replace(&mut next_start, end + 1);
+        let mut end = end;
+        if lines.get(start..end).is_some_and(|l| l.ends_with(b"\r")) {
+            end -= 1;
+        }
+        let line = lines.get(start..end).unwrap_or(&[]);
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -225,7 +380,7 @@ pub fn parse_status(body: &[u8]) -> (Vec<Pair<'_>>, Vec<StatusPlayer<'_>>, usize
             bad += 1;
             continue;
         }
-        match parse_player_line(line) {
+        match player_line(line, lines_text.and_then(|t| t.get(start..end))) {
             Some(p) => players.push(p),
             None => bad += 1,
         }
@@ -236,20 +391,31 @@ pub fn parse_status(body: &[u8]) -> (Vec<Pair<'_>>, Vec<StatusPlayer<'_>>, usize
 /// `score ping "name"` (ioq3) or `frags ping "name" team` (Warsow). The name is quoted but not escaped: it runs to
 /// the last quote of the line.
 pub fn parse_player_line(line: &[u8]) -> Option<StatusPlayer<'_>> {
-    let mut words = line.splitn(3, |&c| c == b' ');
-    let score = words.next()?;
-    let ping = words.next()?;
+    player_line(line, None)
+}
+
+/// [`parse_player_line`], the name borrowed from `text` (the same line, known to be UTF-8) when given.
+fn player_line<'a>(line: &'a [u8], text: Option<&'a str>) -> Option<StatusPlayer<'a>> {
+    // `splitn(3, ' ')`: score, ping, and the rest (empty when there is no second space).
+    let sp1 = find_byte(line, b' ')?;
+    let score = line.get(..sp1)?;
+    let after = line.get(sp1 + 1..)?;
+    let (ping, rest_at) = match find_byte(after, b' ') {
+        Some(n) => (after.get(..n)?, sp1 + 1 + n + 1),
+        None => (after, line.len()),
+    };
     if !is_int(score) || !is_int(ping) {
         return None;
     }
-    let rest = words.next().unwrap_or(&[]);
-    let rest = rest.trim_ascii_start();
-    let (name, tail) = match rest.strip_prefix(b"\"") {
+    let rest = line.get(rest_at..).unwrap_or(&[]);
+    let rest_at = rest_at + (rest.len() - rest.trim_ascii_start().len());
+    let rest = line.get(rest_at..).unwrap_or(&[]);
+    let ((name_at, name_end), tail) = match rest.strip_prefix(b"\"") {
         Some(r) => {
             let close = r.iter().rposition(|&c| c == b'"')?;
-            (r.get(..close)?, r.get(close + 1..).unwrap_or(&[]))
+            ((rest_at + 1, rest_at + 1 + close), r.get(close + 1..).unwrap_or(&[]))
         }
-        None => (rest, &[][..]),
+        None => ((rest_at, line.len()), &[][..]),
     };
     let tail = tail.trim_ascii();
     let team = if tail.is_empty() {
@@ -259,7 +425,11 @@ pub fn parse_player_line(line: &[u8]) -> Option<StatusPlayer<'_>> {
     } else {
         return None;
     };
-    Some(StatusPlayer { score: atoi(score), ping: atoi(ping), name: utf8_or_latin1(name), team })
+    let name = match text.and_then(|t| t.get(name_at..name_end)) {
+        Some(n) => Cow::Borrowed(n),
+        None => utf8_or_latin1(line.get(name_at..name_end).unwrap_or(&[])),
+    };
+    Some(StatusPlayer { score: atoi(score), ping: atoi(ping), name, team })
 }
 
 fn is_int(b: &[u8]) -> bool {
@@ -370,7 +540,22 @@ pub fn parse_servers(body: &[u8]) -> ServersPage {
 
 /// True when `s` is printable ASCII without a `^`: nothing for the colour strippers to do.
 fn plain_printable(s: &str) -> bool {
-    s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'^')
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = s.as_bytes().chunks_exact(8);
+    for w in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(w);
+        let w = u64::from_le_bytes(bytes);
+        // Below 0x20, 0x7f and above (DEL, high bit, 0x7f + 1 carries into the high bit), or a caret: exact per word
+        // (any such byte sets some high bit; none is set without one).
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+        let high = (w.wrapping_add(ONES)) & HIGHS | w & HIGHS;
+        if below_space | high | matches_in(w, b'^') != 0 {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|&b| (0x20..0x7f).contains(&b) && b != b'^')
 }
 
 /// ioquake3's colour codes removed: `^` followed by an ASCII letter or digit (`Q_IsColorString`), plus control
@@ -420,6 +605,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn requests_built_in_place_match_the_allocated_ones() {
+        let mut buf = [0u8; 32];
+        assert_eq!(oob_with_into(&mut buf, "getstatus", "bzh0123").unwrap(), getstatus("bzh0123"));
+        assert_eq!(oob_with_into(&mut buf, "getinfo", "").unwrap(), getinfo(""));
+        assert!(oob_with_into(&mut buf, "getstatus", "0123456789abcdefghij").is_none());
+    }
+
+    #[test]
     fn requests_match_the_captures() {
         assert_eq!(getinfo("xxx_chal"), include_bytes!("../testdata/bots4-getinfo.req.bin"));
         assert_eq!(getstatus("yyy_chal"), include_bytes!("../testdata/bots4-getstatus.req.bin"));
@@ -453,6 +646,30 @@ mod tests {
         assert_eq!(parse_infostring(b""), vec![]);
         assert_eq!(parse_infostring(b"\\\\\\"), vec![]);
         assert_eq!(get(&parse_infostring(b"k\\v"), "k"), Some("v"));
+    }
+
+    #[test]
+    fn separators_are_found_at_every_offset() {
+        for len in 0..40 {
+            for bits in [0u64, 1, 0x5555_5555_5555, 0xffff_ffff_ffff, 0x8421_0842_1084, 0x1_0000_0001] {
+                let b: Vec<u8> =
+                    (0..len).map(|i| if bits >> (i % 48) & 1 == 1 { b'\\' } else { b'a' + (i % 7) as u8 }).collect();
+                let want: Vec<usize> = (0..len).filter(|&i| b[i] == b'\\').collect();
+                assert_eq!(Seps::new(&b, b'\\').collect::<Vec<_>>(), want);
+                assert_eq!(count_byte(&b, b'\\'), want.len());
+            }
+        }
+        let b = [0x5c, 0xdc, 0x5d, 0x5b, 0x00, 0xff, 0x5c, 0x1c, 0x5c];
+        assert_eq!(Seps::new(&b, b'\\').collect::<Vec<_>>(), [0, 6, 8]);
+    }
+
+    #[test]
+    fn the_one_pass_parser_agrees_with_the_pair_iterator() {
+        let many = "\\k\\v".repeat(MAX_PAIRS + 3);
+        for s in ["", "\\", "\\\\", "a", "a\\", "\\a\\1\\b", "\\\\x\\y\\z", "k\\v\\\\\\k2\\v2\\", "é\\ü", &many] {
+            let want: Vec<Pair<'_>> = str_pairs(s).map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))).collect();
+            assert_eq!(parse_infostr(s), want, "{s:?}");
+        }
     }
 
     #[test]
