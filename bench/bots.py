@@ -5,14 +5,20 @@ Usage:
   bench/bots.py cpu [--bots 1,10,100] [--seconds 60] [--bzhead target/release/bzhead]
   bench/bots.py hunters [--seconds 180] [--runs 3]
   bench/bots.py capture [--runs 5]
+  bench/bots.py versus [--seconds 300] [--runs 3] [--keep DIR]
 
 cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N bots), then one
          `bzhead bot hunter --count N` process. Once every bot has joined (its "joined" line), the process's
-         CPU time (utime + stime from /proc/PID/stat) is sampled, again SECONDS later: CPU per bot-second =
+         CPU time (all threads, /proc/PID/task/*/schedstat) is sampled, again SECONDS later: CPU per bot-second =
          delta / (N * SECONDS). bzfs's own CPU over the same window is reported beside it (it relays every
          update to every player, N^2). The tick-time percentiles come from `--stats`.
 hunters  Two hunters on the generated FFA world (800 x 800, boxes and pyramids): kills per minute, from the
          bots' summary lines.
+versus   Two bzhead hunters against two robots of the official client (`bzflag -solo 2`, joined as an observer,
+         under `xvfb-run`), all rogues on the generated FFA world (-j, 3 shots). Kills each way (from the
+         observer's `kill` lines), kills per minute per side, bzhead's shots and hits per shot, deaths by cause,
+         the median range and flight time of killing shots each way; one Markdown table row per run and a total.
+         `--keep DIR` keeps each run's JSON lines (`--show shot_begin,update`) there.
 capture  One capper (red) against one sitter (green) on the standard CTF map (`bzfs -c`, generated world, bases
          740 units apart): seconds from the capper's first spawn to its capture.
 """
@@ -48,6 +54,17 @@ def wait_listen(proc, port, timeout=15):
     return False
 
 def cpu_seconds(pid):
+    """CPU time of every thread of `pid`: on-CPU nanoseconds from schedstat (clock ticks, 10 ms, are too coarse
+    for short windows), else utime + stime."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        if total:
+            return total / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
@@ -154,15 +171,145 @@ def capture(a):
     print(f"capper vs sitter on the standard CTF map, {a.runs} runs: seconds from spawn to capture "
           f"{', '.join(f'{t:.1f}' for t in times)} (median {statistics.median(times):.1f})")
 
+def versus_run(a, keep):
+    """One versus game; returns a dict of counts."""
+    import json, shutil, signal, tempfile
+    home = tempfile.mkdtemp(prefix="bzhead-versus-")
+    # Cap the official client's frame rate (its robots think once a frame; 60 is a human's client) so that
+    # its drawing does not starve the machine.
+    for d in (".bzf", ".bzf/2.4"):
+        os.makedirs(os.path.join(home, d), exist_ok=True)
+        with open(os.path.join(home, d, "config.cfg"), "w") as f:
+            f.write(f"set saveEnergy 1\nset fpsLimit {a.official_fps}\n")
+    bzfs, server = start_bzfs(["-j", "-ms", "3", "-mp", "8,0,0,0,0,4"])
+    official = bot = None
+    try:
+        # The official client, as an observer, runs two robots (callsigns official00, official01). Its own
+        # process group, so that xvfb-run, Xvfb and bzflag are ended together.
+        official = subprocess.Popen(["xvfb-run", "-a", "-s", "-screen 0 800x600x24", "/usr/games/bzflag",
+                                     "-window", "320x240", "-solo", "2", "-team", "observer",
+                                     f"official@{server}"],
+                                    env=dict(os.environ, HOME=home), stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+        end = time.time() + 60
+        while time.time() < end:
+            q = subprocess.run([a.bzhead, "query", "bzflag", server, "--json"], capture_output=True, text=True)
+            try:
+                if json.loads(q.stdout)["raw"]["game"]["team_sizes"][0] >= 2:
+                    break
+            except (ValueError, KeyError, IndexError, TypeError):
+                pass
+            time.sleep(0.5)
+        else:
+            raise SystemExit("the official robots did not join")
+        out = os.path.join(keep or home, f"versus-{int(time.time())}.jsonl")
+        with open(out, "w") as f:
+            bot = subprocess.Popen([a.bzhead, "bot", "hunter", "--count", "2", "--team", "rogue", "--callsign",
+                                    "bzhead", "--json", "--show", "shot_begin,update", "--for", str(a.seconds),
+                                    server], stdout=f, stderr=subprocess.PIPE, text=True)
+            _, err = bot.communicate(timeout=a.seconds + 60)
+        side = lambda n: "official" if n.startswith("official") else "bzhead" if n.startswith("bzhead") else "?"
+        r = {"kills": {}, "causes": {}, "range": {"official": [], "bzhead": []},
+             "flight": {"official": [], "bzhead": []}, "official_shots": 0}
+        r["shots"] = sum(int(k) for k in re.findall(r"(\d+) shots", err))
+        names, pos, shots = {}, {}, {}
+        with open(out) as f:
+            for line in f:
+                try:
+                    v = json.loads(line)
+                except ValueError:
+                    continue
+                ty = v.get("type")
+                if ty == "join":
+                    names[v["id"]] = v["callsign"]
+                elif ty == "update":
+                    pos[v["id"]] = v["pos"]
+                elif ty == "shot_begin":
+                    shots[(v["shooter"], v["shot_id"])] = (v["t"], v["pos"])
+                    if side(names.get(v["shooter"], "")) == "official":
+                        r["official_shots"] += 1
+                elif ty == "kill":
+                    k, vi = side(v["killer_callsign"]), side(v["victim_callsign"])
+                    key = "self" if v["killer"] == v["victim"] else f"{k}>{vi}"
+                    r["kills"][key] = r["kills"].get(key, 0) + 1
+                    if vi == "bzhead":
+                        r["causes"][v["reason"]] = r["causes"].get(v["reason"], 0) + 1
+                    s = shots.get((v["killer"], v["shot_id"]))
+                    if s and k != vi and v["victim"] in pos:
+                        p = pos[v["victim"]]
+                        r["range"][k].append(((p[0] - s[1][0]) ** 2 + (p[1] - s[1][1]) ** 2) ** 0.5)
+                        r["flight"][k].append(v["t"] - s[0])
+        return r
+    finally:
+        if bot and bot.poll() is None:
+            bot.send_signal(signal.SIGINT)
+            try:
+                bot.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                bot.kill(); bot.wait()
+        if official:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(official.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    official.wait(timeout=5); break
+                except subprocess.TimeoutExpired:
+                    pass
+        bzfs.terminate(); bzfs.wait()
+        shutil.rmtree(home, ignore_errors=True)
+
+def versus(a):
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+    med = lambda xs: f"{statistics.median(xs):.0f}" if xs else "-"
+    medf = lambda xs: f"{statistics.median(xs):.2f}" if xs else "-"
+    def row(label, r, minutes):
+        k = r["kills"]
+        b2o, o2b = k.get("bzhead>official", 0), k.get("official>bzhead", 0)
+        hits = b2o + k.get("bzhead>bzhead", 0)
+        causes = ", ".join(f"{c} {n}" for c, n in sorted(r["causes"].items())) or "-"
+        return (f"| {label} | {b2o} | {o2b} | {b2o / minutes:.2f} | {o2b / minutes:.2f} | "
+                f"{k.get('official>official', 0)} / {k.get('bzhead>bzhead', 0)} / {k.get('self', 0)} | "
+                f"{r['shots']} | {hits / r['shots'] if r['shots'] else 0:.3f} | {r['official_shots']} | "
+                f"{(k.get('official>official', 0) + o2b) / max(r['official_shots'], 1):.3f} | "
+                f"{med(r['range']['bzhead'])} / {med(r['range']['official'])} | "
+                f"{medf(r['flight']['bzhead'])} / {medf(r['flight']['official'])} | {causes} |")
+    print(f"versus: 2 bzhead hunters against 2 official robots (bzflag -solo 2), all rogues, generated world, "
+          f"{a.seconds:.0f} s x {a.runs}", flush=True)
+    print("| run | bzhead killed official | official killed bzhead | bzhead kills/min | official kills/min "
+          "| official>official / bzhead>bzhead / self | bzhead shots | bzhead hits/shot | official shots "
+          "| official hits/shot | median kill range bzhead / official | median kill flight s bzhead / official "
+          "| bzhead deaths by cause |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    total = {"kills": {}, "causes": {}, "range": {"official": [], "bzhead": []},
+             "flight": {"official": [], "bzhead": []}, "shots": 0, "official_shots": 0}
+    for i in range(a.runs):
+        r = versus_run(a, a.keep)
+        print(row(str(i + 1), r, a.seconds / 60), flush=True)
+        for key in ("kills", "causes"):
+            for k, n in r[key].items():
+                total[key][k] = total[key].get(k, 0) + n
+        for key in ("range", "flight"):
+            for s in ("official", "bzhead"):
+                total[key][s] += r[key][s]
+        total["shots"] += r["shots"]; total["official_shots"] += r["official_shots"]
+    print(row("**all**", total, a.runs * a.seconds / 60))
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["cpu", "hunters", "capture"])
+    ap.add_argument("what", choices=["cpu", "hunters", "capture", "versus"])
     ap.add_argument("--bzhead", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release/bzhead"))
     ap.add_argument("--bots", default="1,10,100")
-    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--seconds", type=float, help="60 by default (versus: 300)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--official-fps", type=int, default=60, help="versus: the official client's frame rate cap")
+    ap.add_argument("--keep", help="versus: keep each run's JSON lines in this directory")
     a = ap.parse_args()
-    {"cpu": cpu, "hunters": hunters, "capture": capture}[a.what](a)
+    if a.seconds is None:
+        a.seconds = 300.0 if a.what == "versus" else 60.0
+    {"cpu": cpu, "hunters": hunters, "capture": capture, "versus": versus}[a.what](a)
 
 if __name__ == "__main__":
     main()

@@ -119,11 +119,15 @@ pub struct DangerOptions {
     /// Step (s) of [`dodge`]'s simulation (default 1/15; the closest approach within a step is exact, as in the
     /// hit test). The number of steps is capped at [`MAX_DODGE_STEPS`].
     pub step: f32,
+    /// Jump only as a last resort: when every manoeuvre on the ground still gets us hit (default false: a jump
+    /// wins whenever it keeps us farthest). A jumping tank flies a ballistic arc it cannot leave for seconds, and
+    /// a shooter that leads its landing (the official robots do) hits it there.
+    pub ground_first: bool,
 }
 
 impl Default for DangerOptions {
     fn default() -> Self {
-        DangerOptions { horizon: 1.5, margin: 4.0, paused: PlayerSet::new(), step: 1.0 / 15.0 }
+        DangerOptions { horizon: 1.5, margin: 4.0, paused: PlayerSet::new(), step: 1.0 / 15.0, ground_first: false }
     }
 }
 
@@ -620,6 +624,10 @@ pub fn dodge(
             continue;
         }
         let sc = score(&misses, cap);
+        // The jump is the last candidate: with `ground_first`, it is taken only when the best on the ground is hit.
+        if controls.jump && opts.ground_first && best.is_some_and(|(_, b)| b.0 >= r + 0.5) {
+            continue;
+        }
         if best.is_none_or(|(_, b)| sc.0 > b.0 + 1.0e-3 || (sc.0 >= b.0 - 1.0e-3 && sc.1 > b.1 + 1.0e-3)) {
             best = Some((controls, sc));
         }

@@ -311,6 +311,28 @@ fn dodging_a_shot_head_on() {
 }
 
 #[test]
+fn ground_first_jumps_only_as_a_last_resort() {
+    let w = world_with(200.0, Vec::new());
+    let now = Instant::now();
+    let p = phys_with(GameOptions::JUMPING, 400.0);
+    let tank = tank_at(Vec3::ZERO, 0.0);
+    let me = Me::new(&tank, ME, Team::Red, &p);
+    let o = DangerOptions { ground_first: true, ..DangerOptions::default() };
+    // Head on from 100 units: turning while driving gets out of the way, so no jump.
+    let far = shell(Vec3::new(100.0, 0.0, 1.57), Vec3::new(-100.0, 0.0, 0.0), &p, &w, now);
+    let list = threats(&me, [&far], now, &p, &o);
+    let c = dodge(&tank, &me, &list, now, &p, &w, &o).expect("something to dodge");
+    let (hit, _) = drive_under_fire(tank.clone(), c, &far, &p, &w, 2.0);
+    assert!(hit.is_none() && !c.jump, "{c:?} hit at {hit:?}");
+    // Head on from 40 units: nothing on the ground escapes in time, the jump does.
+    let near = shell(Vec3::new(40.0, 0.0, 1.57), Vec3::new(-100.0, 0.0, 0.0), &p, &w, now);
+    let list = threats(&me, [&near], now, &p, &o);
+    let c = dodge(&tank, &me, &list, now, &p, &w, &o).expect("something to dodge");
+    let (hit, _) = drive_under_fire(tank.clone(), c, &near, &p, &w, 2.0);
+    assert!(hit.is_none() && c.jump, "{c:?} hit at {hit:?}");
+}
+
+#[test]
 fn dodging_does_not_drive_into_trouble() {
     // A wall of shells: one from the east at us, and one 12 units north (where full ahead would take us).
     let p = phys_with(GameOptions::empty(), 400.0);

@@ -49,8 +49,15 @@ pub struct Driver {
     slow_since: Option<f32>,
     unstick_until: f32,
     unstick_turn: f32,
+    unstick_speed: f32,
+    unstick_tries: u32,
     failed_at: Option<f32>,
 }
+
+/// What backing out of a jam tries, in turn (speed, and whether to turn): reversing while turning frees most
+/// jams, but not a tank that backed into a wall or a corner, which may not even turn there; then ahead, turning
+/// on the spot, ahead while turning.
+const UNSTICK: [(f32, bool); 4] = [(-0.5, true), (0.7, false), (0.0, true), (0.7, true)];
 
 /// Seconds a planned path is trusted before it is planned again.
 const REPLAN: f32 = 3.0;
@@ -125,18 +132,25 @@ impl Driver {
             if view.time - since > 1.0 {
                 self.slow_since = None;
                 self.unstick_until = view.time + 0.8;
-                self.unstick_turn = if (view.time * 10.0) as i64 % 2 == 0 { 1.0 } else { -1.0 };
+                let (speed, turn) = UNSTICK[self.unstick_tries as usize % UNSTICK.len()];
+                self.unstick_tries = self.unstick_tries.wrapping_add(1);
+                let side = if (view.time * 10.0) as i64 % 2 == 0 { 1.0 } else { -1.0 };
+                self.unstick_speed = speed;
+                self.unstick_turn = if turn { side } else { 0.0 };
                 self.follower = None;
             }
         } else {
             self.slow_since = None;
+            if speed > 0.5 * asked && asked > 5.0 && view.time > self.unstick_until + 2.0 {
+                self.unstick_tries = 0;
+            }
         }
     }
 
     /// While backing out of a jam: reverse and turn. Returns true while doing so.
     pub fn unstick(&mut self, view: &View<'_>, control: &mut Control) -> bool {
         if view.time < self.unstick_until {
-            control.drive(-0.5, self.unstick_turn);
+            control.drive(self.unstick_speed, self.unstick_turn);
             return true;
         }
         false
@@ -148,12 +162,44 @@ impl Driver {
 pub struct Gunner {
     target: Option<u8>,
     chosen_at: f32,
+    fired_at: Option<f32>,
     bank: Option<(u8, FiringSolution, f32)>,
     bank_tried: f32,
 }
 
 /// Seconds between two full target choices (in between only the chosen target's solution is recomputed).
 const RECHOOSE: f32 = 0.2;
+/// Least seconds between two of our shots: a shot fired a tick after another flies the same line and misses
+/// with it; a little later it follows a fresher prediction (the target may have turned), and a slot is left for
+/// the moment a target is sure.
+const SHOT_SPACING: f32 = 0.45;
+/// Longest flight worth a shot at a target that watches shots: tanks turn slowly (`_tankAngVel`, 45°/s), so a
+/// target that turns away at full speed as soon as it sees the shot (the official robots turn square to any shot
+/// within 150 units heading at them) strays about 0.5 × 25 × 0.785 × t² units from the predicted line after t
+/// seconds: within the hit sphere (0.99 × 4.32) for about 0.65 s.
+const DODGE_TIME: f32 = 0.65;
+/// Longest flight worth a shot at a target driving a steady straight line (it may not be watching).
+const STEADY_TIME: f32 = 1.3;
+
+/// Whether a target is worth a shot with `flight` seconds of flight: short shots always; longer ones at a
+/// target driving a steady straight line (no turn in its last update); any at a target that stands (nearly)
+/// still. A wasted long shot is a slot empty for `_reloadTime` when the target comes close.
+fn worth_it(view: &View<'_>, target: &TankView, flight: f32) -> bool {
+    flight <= DODGE_TIME
+        || target.pose.vel.truncate().length() < 3.0
+        || (flight <= STEADY_TIME && target.reckoning.is_some_and(|r| !r.is_turning() && target.age < 0.5))
+        || view.me.tank.flag == crate::bzflag::play::physics::flag::GUIDED_MISSILE
+}
+
+/// Whether a shot fired now at our heading flies at least [`MUZZLE_ROOM`] units before anything stops or turns
+/// it: a shot into a wall just ahead is wasted, and one that ends (or bounces) at our own nose can kill us.
+fn muzzle_clear(view: &View<'_>) -> bool {
+    let shot = aim::fire_at(&view.shooter(), view.me.azimuth(), view.phys, Some(view.world));
+    shot.segments.first().is_none_or(|s| (s.t1 - s.t0) * s.velocity.length() >= MUZZLE_ROOM)
+}
+
+/// See [`muzzle_clear`].
+const MUZZLE_ROOM: f32 = 12.0;
 
 /// The farthest a target is considered (units; shots fly `_shotSpeed × _reloadTime`, 350 by default).
 fn range(view: &View<'_>) -> f32 {
@@ -233,13 +279,21 @@ impl Gunner {
     }
 
     /// Turns towards `sol` and fires when the real shot at our present heading meets the target.
-    pub fn lay(&self, view: &View<'_>, target: &TankView, sol: &FiringSolution, control: &mut Control) {
+    pub fn lay(&mut self, view: &View<'_>, target: &TankView, sol: &FiringSolution, control: &mut Control) {
         let err = wrap_angle(sol.azimuth - view.me.azimuth());
         control.turn = turn_towards(view, err);
+        self.trigger(view, target, sol, control);
+    }
+
+    /// Fires (without turning) when the real shot at our present heading meets `target`, a slot is loaded, our
+    /// last shot is far enough behind (0.45 s: a shot a tick after another flies the same line) and the shot is
+    /// worth it (short enough not to be dodged, or at a target on a steady line).
+    pub fn trigger(&mut self, view: &View<'_>, target: &TankView, sol: &FiringSolution, control: &mut Control) {
         control.target = Some(target.id);
-        if view.me.reload > 0.0 {
+        if !self.may_fire(view) || !worth_it(view, target, sol.flight_time) {
             return;
         }
+        let err = wrap_angle(sol.azimuth - view.me.azimuth());
         control.fire = if sol.bounces + sol.teleports == 0 {
             sol.on_target(view.me.azimuth())
         } else {
@@ -249,6 +303,17 @@ impl Gunner {
                 aim::would_hit(&view.shooter(), view.me.azimuth(), &track, view.phys, view.world).is_some()
             }
         };
+        if control.fire {
+            self.fired_at = Some(view.time);
+        }
+    }
+
+    /// A slot is loaded, our last shot is far enough behind (see [`SHOT_SPACING`]) and the muzzle is not up
+    /// against a wall (see [`muzzle_clear`]).
+    fn may_fire(&self, view: &View<'_>) -> bool {
+        view.me.reload == 0.0
+            && self.fired_at.is_none_or(|t| view.time - t >= SHOT_SPACING || view.time < t)
+            && muzzle_clear(view)
     }
 
     /// With a Shock Wave (which has no firing solution: it is a sphere growing around us to `_shockOutRadius`):
@@ -266,8 +331,8 @@ impl Gunner {
     }
 
     /// Fires, without turning, when a shot at our present heading would hit one of the nearest enemies ahead.
-    pub fn snap_shot(&self, view: &View<'_>, control: &mut Control) {
-        if view.me.reload > 0.0 {
+    pub fn snap_shot(&mut self, view: &View<'_>, control: &mut Control) {
+        if !self.may_fire(view) {
             return;
         }
         let az = view.me.azimuth();
@@ -279,8 +344,10 @@ impl Gunner {
         };
         for t in view.enemies().into_iter().filter(ahead).take(2) {
             if let Some(sol) = view.lead(t) {
-                if sol.clear && sol.on_target(az) {
+                if sol.clear && sol.on_target(az) && worth_it(view, t, sol.flight_time) {
                     control.fire = true;
+                    control.target = Some(t.id);
+                    self.fired_at = Some(view.time);
                     return;
                 }
             }
@@ -296,7 +363,11 @@ pub fn evade(view: &View<'_>, control: &mut Control) -> bool {
     if threats.is_empty() {
         return false;
     }
-    match view.dodge(&threats) {
+    // Jump only when nothing on the ground gets us out of the way: a jump is a long ballistic arc, and shooters
+    // that lead the landing (the official robots do) hit us there.
+    let horizon = threats.iter().map(|t| t.time).fold(0.5_f32, f32::max) + 0.25;
+    let opts = crate::bot::danger::DangerOptions { ground_first: true, ..view.danger_options(horizon) };
+    match crate::bot::danger::dodge(view.me.tank, &view.danger_me(), &threats, view.now, view.phys, view.world, &opts) {
         Some(c) => {
             control.drive(c.speed, c.turn);
             control.jump |= c.jump;
@@ -312,8 +383,15 @@ pub fn ahead(view: &View<'_>, d: f32) -> Vec3 {
     view.me.pos() + Vec3::new(az.cos(), az.sin(), 0.0) * d
 }
 
-/// Whether the way `d` units ahead is clear for the tank at ground level.
+/// Whether the way `d` units ahead is clear for the tank at ground level. Up against a wall or in a corner our
+/// own cell is not free (a free cell has room for the tank at any heading), so then the way counts as clear when
+/// the cells ahead are: facing out, we drive out instead of backing further in.
 pub fn road_clear(view: &View<'_>, d: f32) -> bool {
     let p = view.me.pos().truncate();
-    view.nav().clear_line(p, ahead(view, d).truncate())
+    let nav = view.nav();
+    if nav.is_free(p) {
+        return nav.clear_line(p, ahead(view, d).truncate());
+    }
+    let near = ahead(view, 0.5 * d).truncate();
+    nav.is_free(near) && nav.clear_line(near, ahead(view, d).truncate())
 }

@@ -1,13 +1,14 @@
 //! The hunter: finds enemies, leads and shoots them, dodges their shots.
 //!
-//! Each tick: dodge a shot that would hit within a second (still firing if lined up); otherwise take the best
-//! target with a clear shot ([`Gunner::choose`]: nearest few enemies, least time to turn and fly), turn to its
-//! firing solution and fire when the real shot at our heading meets its predicted line or arc, while weaving
-//! (changing speed every second or two, so that our own motion is hard to predict) at a distance band; with no
-//! clear shot, try a bank shot off walls now and then, fetch a loose flag within [`FLAG_DETOUR`] units when
-//! carrying none (it may be a good one: a guided missile, rapid fire, a laser ...; a bad one is dropped when the
-//! server allows), else drive along a planned path towards the nearest enemy (or roam the map when there is
-//! none), firing snap shots on the way. A Shock Wave is set off when an enemy is inside its reach.
+//! Each tick: dodge a shot that would hit within a second (on the ground when that gets us out of the way: a jump is
+//! a long predictable arc; still firing if lined up); otherwise take the best target with a clear shot
+//! ([`Gunner::choose`]: nearest few enemies, least time to turn and fly), turn to its firing solution and fire when
+//! the real shot at our heading meets its predicted line or arc, while weaving (changing speed every second or two,
+//! so that our own motion is hard to predict) at a distance band; with no clear shot, try a bank shot off walls now
+//! and then, fetch a loose flag within [`FLAG_DETOUR`] units when carrying none (it may be a good one: a guided
+//! missile, rapid fire, a laser ...; a bad one is dropped when the server allows), else drive along a planned path
+//! towards the nearest enemy (or roam the map when there is none), firing snap shots on the way. A Shock Wave is set
+//! off when an enemy is inside its reach.
 
 use glam::Vec2;
 
@@ -84,9 +85,7 @@ impl Hunter {
             return dodging;
         };
         if dodging {
-            if sol.on_target(view.me.azimuth()) && view.me.reload == 0.0 {
-                control.fire = true;
-            }
+            self.gunner.trigger(view, target, &sol, control);
             return true;
         }
         self.gunner.lay(view, target, &sol, control);
@@ -104,7 +103,8 @@ impl Hunter {
         }
         // The way ahead blocked (a wall, a building): back off for a while. Held, because the test itself flips
         // as the tank moves a few tenths back and forth, which would change the controls every tick.
-        if self.weave > 0.0 && view.time >= self.backing_until && !road_clear(view, 12.0) {
+        // Not when the way back is blocked too (backing into a wall or a corner jams us there).
+        if self.weave > 0.0 && view.time >= self.backing_until && !road_clear(view, 12.0) && road_clear(view, -8.0) {
             self.backing_until = view.time + 0.8;
         }
         control.speed = if view.time < self.backing_until { -0.4 } else { self.weave };
