@@ -841,7 +841,7 @@ mod tests {
             let mut enter = [0u8; 4 + 247];
             s.read_exact(&mut enter).unwrap();
             s.write_all(&[0, 1, 0x61, 0x63, 0]).unwrap(); // MsgAccept(0)
-            // Unknown codes (a warning each) and chat lines: 7 and 12 bytes.
+                                                          // Unknown codes (a warning each) and chat lines: 7 and 12 bytes.
             let mut pair = vec![0, 3, b'z', b'z', 1, 2, 3];
             pair.extend_from_slice(&[0, 8, 0x6d, 0x67, 253, 0, 0]);
             pair.extend_from_slice(b"flood");
