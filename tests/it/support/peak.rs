@@ -3,13 +3,12 @@
 //! the process exits is not missed the way sampling `/proc` would miss it. The figure includes the test process's
 //! resident size at the fork (a few MiB), so limits must be generous.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::process::OutputPipes;
 use super::RunOutput;
 
 /// What [`run_measured`] saw.
@@ -45,20 +44,7 @@ pub fn run_measured(cmd: &mut Command, deadline: Duration) -> Measured {
     #[allow(clippy::zombie_processes)]
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     let pid = child.id() as libc::pid_t;
-    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
-    for (is_stdout, pipe) in [
-        (true, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
-        (false, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
-    ] {
-        let Some(mut pipe) = pipe else { continue };
-        let tx = tx.clone();
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send((is_stdout, buf));
-        });
-    }
-    drop(tx);
+    let pipes = OutputPipes::read(&mut child);
 
     let mut timed_out = false;
     let mut status: libc::c_int = 0;
@@ -86,23 +72,9 @@ pub fn run_measured(cmd: &mut Command, deadline: Duration) -> Measured {
     }
     let code = if libc::WIFEXITED(status) { Some(libc::WEXITSTATUS(status)) } else { None };
 
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let drain_deadline = Instant::now() + Duration::from_secs(5);
-    for _ in 0..2 {
-        match rx.recv_timeout(drain_deadline.saturating_duration_since(Instant::now())) {
-            Ok((true, b)) => stdout = b,
-            Ok((false, b)) => stderr = b,
-            Err(_) => break,
-        }
-    }
+    let (stdout, stderr) = pipes.collect();
     Measured {
-        out: RunOutput {
-            status: None,
-            code,
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            timed_out,
-        },
+        out: RunOutput { status: None, code, stdout, stderr, timed_out },
         max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
     }
 }

@@ -1,7 +1,7 @@
 //! Running a command to completion with a deadline.
 
 use std::io::{Read, Write};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -49,20 +49,7 @@ pub fn run_with_input(cmd: &mut Command, input: Option<&[u8]>, deadline: Duratio
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
 
-    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
-    for (is_stdout, pipe) in [
-        (true, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
-        (false, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
-    ] {
-        let Some(mut pipe) = pipe else { continue };
-        let tx = tx.clone();
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send((is_stdout, buf));
-        });
-    }
-    drop(tx);
+    let pipes = OutputPipes::read(&mut child);
     if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
         let input = input.to_vec();
         // A writer thread, so a child that does not read cannot block us past the deadline.
@@ -88,22 +75,46 @@ pub fn run_with_input(cmd: &mut Command, input: Option<&[u8]>, deadline: Duratio
         }
     };
 
-    // Pipes reach EOF when the child is gone, unless a grandchild inherited them: don't wait forever for those.
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let drain_deadline = Instant::now() + Duration::from_secs(5);
-    for _ in 0..2 {
-        let left = drain_deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((true, b)) => stdout = b,
-            Ok((false, b)) => stderr = b,
-            Err(_) => break,
+    let (stdout, stderr) = pipes.collect();
+    RunOutput { code: status.and_then(|s| s.code()), status, stdout, stderr, timed_out }
+}
+
+/// The child's stdout and stderr, each read to its end by a thread of its own (so a child that fills one pipe while
+/// we wait on the other cannot block).
+pub struct OutputPipes(mpsc::Receiver<(bool, Vec<u8>)>);
+
+impl OutputPipes {
+    /// Starts reading whichever of `child`'s stdout and stderr are piped.
+    pub fn read(child: &mut Child) -> OutputPipes {
+        let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
+        for (is_stdout, pipe) in [
+            (true, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
+            (false, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
+        ] {
+            let Some(mut pipe) = pipe else { continue };
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                let _ = tx.send((is_stdout, buf));
+            });
         }
+        OutputPipes(rx)
     }
-    RunOutput {
-        code: status.and_then(|s| s.code()),
-        status,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        timed_out,
+
+    /// Stdout and stderr (lossily decoded), once the child is gone. Pipes reach EOF when the child is gone, unless
+    /// a grandchild inherited them: this waits at most 5 s for those.
+    pub fn collect(self) -> (String, String) {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let drain_deadline = Instant::now() + Duration::from_secs(5);
+        for _ in 0..2 {
+            let left = drain_deadline.saturating_duration_since(Instant::now());
+            match self.0.recv_timeout(left) {
+                Ok((true, b)) => stdout = b,
+                Ok((false, b)) => stderr = b,
+                Err(_) => break,
+            }
+        }
+        (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
     }
 }
