@@ -290,25 +290,7 @@ fn observe(a: ObserveArgs) -> u8 {
 
     // Ctrl-C, SIGTERM and SIGHUP leave cleanly (MsgExit) instead of dropping the connection; a second one quits
     // at once.
-    let (sig_tx, sig_rx) = mpsc::channel::<i32>();
-    if let Ok(mut signals) = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ]) {
-        let waker = reactor.waker();
-        std::thread::spawn(move || {
-            let mut seen = 0;
-            for sig in signals.forever() {
-                seen += 1;
-                if seen > 1 {
-                    std::process::exit(128 + sig);
-                }
-                let _ = sig_tx.send(sig);
-                let _ = waker.wake();
-            }
-        });
-    }
+    let sig_rx = cli::leave_on_signals(reactor.waker());
 
     // Standard input is read on a helper thread that wakes the reactor; a closed stdin is not a reason to leave.
     let (tx, rx) = mpsc::channel::<String>();

@@ -797,17 +797,22 @@ impl BotHost {
                     self.reactor.leave(eye);
                 }
                 s.eye = Eye::Off;
-                let mine: Vec<usize> = self
-                    .bots
-                    .iter()
-                    .filter(|(_, b)| b.server == si && !matches!(b.state, BotState::Left | BotState::Stopped(_)))
-                    .map(|(k, _)| k)
-                    .collect();
-                for k in mine {
-                    self.stop_bot(k, at, reason.clone());
-                }
+                self.stop_server_bots(si, at, &reason);
                 self.world_failures.push_back(reason);
             }
+        }
+    }
+
+    /// Stops every bot of server `si` that is still playing or trying to, for `reason`.
+    fn stop_server_bots(&mut self, si: usize, at: Instant, reason: &str) {
+        let mine: Vec<usize> = self
+            .bots
+            .iter()
+            .filter(|(_, b)| b.server == si && !matches!(b.state, BotState::Left | BotState::Stopped(_)))
+            .map(|(k, _)| k)
+            .collect();
+        for k in mine {
+            self.stop_bot(k, at, reason.to_owned());
         }
     }
 
@@ -818,15 +823,7 @@ impl BotHost {
         };
         if disabled && !self.servers[si].bots_disabled {
             self.servers[si].bots_disabled = true;
-            let mine: Vec<usize> = self
-                .bots
-                .iter()
-                .filter(|(_, b)| b.server == si && !matches!(b.state, BotState::Left | BotState::Stopped(_)))
-                .map(|(k, _)| k)
-                .collect();
-            for k in mine {
-                self.stop_bot(k, at, "the server disables bots (_disableBots is set)".into());
-            }
+            self.stop_server_bots(si, at, "the server disables bots (_disableBots is set)");
         }
     }
 

@@ -3,7 +3,6 @@
 //! that happens to a bot.
 
 use std::io::{self, Write};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bzhead::bot::{brains, BotConfig, BotEvent, BotHost, BotId, BotState, HostConfig, HostEvent};
@@ -167,25 +166,7 @@ pub fn run(a: BotArgs) -> u8 {
     }
 
     // Ctrl-C, SIGTERM and SIGHUP make every bot leave cleanly; a second one quits at once.
-    let (sig_tx, sig_rx) = mpsc::channel::<i32>();
-    if let Ok(mut signals) = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ]) {
-        let waker = host.reactor().waker();
-        std::thread::spawn(move || {
-            let mut seen = 0;
-            for sig in signals.forever() {
-                seen += 1;
-                if seen > 1 {
-                    std::process::exit(128 + sig);
-                }
-                let _ = sig_tx.send(sig);
-                let _ = waker.wake();
-            }
-        });
-    }
+    let sig_rx = super::leave_on_signals(host.reactor().waker());
 
     let start = Instant::now();
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
