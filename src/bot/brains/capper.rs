@@ -7,7 +7,7 @@
 //! its carrier; else drive to the nearest enemy team flag that no team mate holds, fighting enemies that come
 //! close. In a game without team flags it plays as a [`Hunter`].
 
-use super::common::{evade, Driver, Gunner};
+use super::common::{evade, Driver, Gunner, Life};
 use super::hunter::Hunter;
 use crate::bot::{Bot, Control, GameType, View};
 use crate::bzflag::consts::FlagStatus;
@@ -20,7 +20,7 @@ pub struct Capper {
     driver: Driver,
     gunner: Gunner,
     dropped_at: f32,
-    was_alive: bool,
+    life: Life,
 }
 
 /// Enemies nearer than this are fought instead of driven past (unless we carry their flag).
@@ -34,23 +34,19 @@ impl Capper {
             driver: Driver::default(),
             gunner: Gunner::default(),
             dropped_at: -1.0e9,
-            was_alive: false,
+            life: Life::default(),
         }
     }
 }
 
 impl Bot for Capper {
     fn tick(&mut self, view: &View<'_>, control: &mut Control) {
-        if !view.me.alive() {
-            if self.was_alive {
-                self.driver.reset();
-                self.gunner.reset();
-                self.was_alive = false;
-            }
-            control.stop();
+        if self.life.dead(view, control, || {
+            self.driver.reset();
+            self.gunner.reset();
+        }) {
             return;
         }
-        self.was_alive = true;
         let my_team = view.me.team;
         let has_team_flags = view.flags().any(|f| f.team.is_some());
         if view.game_type() != GameType::Ctf || !has_team_flags {

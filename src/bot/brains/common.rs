@@ -40,6 +40,27 @@ pub fn turn_towards(view: &View<'_>, err: f32) -> f32 {
     (err / per_tick).clamp(-1.0, 1.0)
 }
 
+/// Whether our tank was alive last tick, so a brain can forget its plans once when the tank dies.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Life {
+    was_alive: bool,
+}
+
+impl Life {
+    /// True while our tank is dead (then `control` is stopped); `on_death` runs once, on the first dead tick.
+    pub fn dead(&mut self, view: &View<'_>, control: &mut Control, on_death: impl FnOnce()) -> bool {
+        if view.me.alive() {
+            self.was_alive = true;
+            return false;
+        }
+        if std::mem::take(&mut self.was_alive) {
+            on_death();
+        }
+        control.stop();
+        true
+    }
+}
+
 /// Follows planned paths to a goal. See the module documentation.
 #[derive(Debug, Clone, Default)]
 pub struct Driver {

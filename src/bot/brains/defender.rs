@@ -7,7 +7,7 @@
 
 use glam::Vec2;
 
-use super::common::{Driver, Gunner, Rng};
+use super::common::{Driver, Gunner, Life, Rng};
 use super::hunter::Hunter;
 use crate::bot::{Bot, Control, GameType, View};
 
@@ -22,7 +22,7 @@ pub struct Defender {
     gunner: Gunner,
     rng: Rng,
     patrol: Option<Vec2>,
-    was_alive: bool,
+    life: Life,
 }
 
 impl Defender {
@@ -34,23 +34,19 @@ impl Defender {
             gunner: Gunner::default(),
             rng: Rng::new(seed ^ 0xdef),
             patrol: None,
-            was_alive: false,
+            life: Life::default(),
         }
     }
 }
 
 impl Bot for Defender {
     fn tick(&mut self, view: &View<'_>, control: &mut Control) {
-        if !view.me.alive() {
-            if self.was_alive {
-                self.driver.reset();
-                self.patrol = None;
-                self.was_alive = false;
-            }
-            control.stop();
+        if self.life.dead(view, control, || {
+            self.driver.reset();
+            self.patrol = None;
+        }) {
             return;
         }
-        self.was_alive = true;
         let my_team = view.me.team;
         if view.game_type() != GameType::Ctf {
             self.hunter.tick(view, control);

@@ -12,7 +12,7 @@
 
 use glam::Vec2;
 
-use super::common::{evade, road_clear, Driver, Gunner, Rng};
+use super::common::{evade, road_clear, Driver, Gunner, Life, Rng};
 use crate::bot::{Bot, Control, View};
 use crate::bzflag::consts::FlagStatus;
 use crate::bzflag::msg::Abbv;
@@ -39,7 +39,7 @@ pub struct Hunter {
     roam: Option<Vec2>,
     backing_until: f32,
     dropped_at: f32,
-    was_alive: bool,
+    life: Life,
 }
 
 impl Hunter {
@@ -54,7 +54,7 @@ impl Hunter {
             roam: None,
             backing_until: 0.0,
             dropped_at: -1.0e9,
-            was_alive: false,
+            life: Life::default(),
         }
     }
 
@@ -157,16 +157,12 @@ impl Hunter {
 
 impl Bot for Hunter {
     fn tick(&mut self, view: &View<'_>, control: &mut Control) {
-        if !view.me.alive() {
-            if self.was_alive {
-                self.driver.reset();
-                self.gunner.reset();
-                self.was_alive = false;
-            }
-            control.stop();
+        if self.life.dead(view, control, || {
+            self.driver.reset();
+            self.gunner.reset();
+        }) {
             return;
         }
-        self.was_alive = true;
         if self.driver.unstick(view, control) {
             return;
         }
