@@ -593,7 +593,8 @@ unsafe fn open_table(
             return Err(PluginError::MissingFunction { path: path_buf, function });
         }
     }
-    // SAFETY (all `table_text` calls): views into the plugin's static data, valid while the library is loaded.
+    // SAFETY: (this and every `table_text` call below) views into the plugin's static data, valid while the
+    // library is loaded (for a built-in: for the life of the program).
     let name = unsafe { table_text(path, t.name, "plugin name", MAX_NAME) }?;
     if !valid_protocol_name(&name) {
         return Err(PluginError::BadName {

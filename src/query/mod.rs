@@ -14,11 +14,15 @@
 //! Protocol names: `bzflag` is built in ([`BZFLAG`], run as a TCP session by the reactor); every other name comes
 //! from a plugin (`teeworlds`, `teeworlds7`, `quake3`, `warsow`, `dpmaster`, `savage2`, `srb2`).
 
+#[forbid(unsafe_code)]
 pub mod builtin;
 pub mod loader;
 pub mod plugin;
+#[forbid(unsafe_code)]
 pub mod result;
+#[forbid(unsafe_code)]
 pub mod scan;
+#[forbid(unsafe_code)]
 pub mod targets;
 
 pub use loader::{PluginError, PluginLibrary, PluginOrigin, PluginSet, ProtocolDesc, ProtocolKind};
