@@ -494,7 +494,26 @@ pub fn untrusted_owner_or_mode(owner: u32, mode: u32, euid: u32) -> Option<Strin
 pub fn check_file(path: &Path) -> Result<(), PluginError> {
     let unsafe_file = |reason: String| PluginError::UnsafeFile { path: path.to_path_buf(), reason };
     let link = std::fs::symlink_metadata(path).map_err(|e| unsafe_file(format!("cannot read its metadata: {e}")))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let euid = effective_uid();
+        if link.file_type().is_symlink() && link.uid() != euid && link.uid() != 0 {
+            return Err(unsafe_file(format!(
+                "a symbolic link owned by uid {}, not by you (uid {euid}) or root",
+                link.uid()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = link;
     let meta = std::fs::metadata(path).map_err(|e| unsafe_file(format!("cannot read its metadata: {e}")))?;
+    check_metadata(path, &meta)
+}
+
+/// The file-type, owner and mode rules of [`check_file`] on `meta` (of the file itself, symbolic links followed).
+fn check_metadata(path: &Path, meta: &std::fs::Metadata) -> Result<(), PluginError> {
+    let unsafe_file = |reason: String| PluginError::UnsafeFile { path: path.to_path_buf(), reason };
     let ft = meta.file_type();
     if !ft.is_file() {
         let what = if ft.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
@@ -503,21 +522,31 @@ pub fn check_file(path: &Path) -> Result<(), PluginError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions and cannot fail (POSIX).
-        let euid = unsafe { libc::geteuid() };
-        if link.file_type().is_symlink() && link.uid() != euid && link.uid() != 0 {
-            return Err(unsafe_file(format!(
-                "a symbolic link owned by uid {}, not by you (uid {euid}) or root",
-                link.uid()
-            )));
-        }
-        if let Some(reason) = untrusted_owner_or_mode(meta.uid(), meta.mode(), euid) {
+        if let Some(reason) = untrusted_owner_or_mode(meta.uid(), meta.mode(), effective_uid()) {
             return Err(unsafe_file(reason));
         }
     }
-    #[cfg(not(unix))]
-    let _ = link;
     Ok(())
+}
+
+#[cfg(unix)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail (POSIX).
+    unsafe { libc::geteuid() }
+}
+
+/// Opens `path` as a library after [`check_file`] accepted it.
+///
+/// The check and the load both go by path, so someone who can rename files in the plugin directory could swap
+/// the file in between; the directories are the user's own (or root's) to keep. Loading through an open
+/// descriptor (`/proc/self/fd/N`) would close that gap, but the dynamic loader recognises libraries by that name
+/// and would hand back an earlier plugin loaded through a descriptor of the same number.
+fn open_library(path: &Path) -> Result<Library, PluginError> {
+    // SAFETY: loading a library runs its initialisers; plugins come from directories the user chose (or the
+    // directory of bzhead itself), which is the trust boundary of any plugin host, and the file passed
+    // `check_file` (nobody but the user or root can have written it). We pass an explicit path.
+    unsafe { Library::new(path) }
+        .map_err(|e| PluginError::NotALibrary { path: path.to_path_buf(), detail: e.to_string() })
 }
 
 /// Loads and checks one plugin file. Nothing of the plugin runs except its library initialisers and the entry
@@ -529,11 +558,7 @@ pub fn load_file(path: &Path) -> Result<PluginLibrary, PluginError> {
 fn load_file_from(path: &Path, dir: Option<&SearchDir>) -> Result<PluginLibrary, PluginError> {
     check_file(path)?;
     let path_buf = path.to_path_buf();
-    // SAFETY: loading a library runs its initialisers; plugins come from directories the user chose (or the
-    // directory of bzhead itself), which is the trust boundary of any plugin host, and the file passed
-    // `check_file` (nobody but the user or root can have written it). We pass an explicit path.
-    let library = unsafe { Library::new(path) }
-        .map_err(|e| PluginError::NotALibrary { path: path_buf.clone(), detail: e.to_string() })?;
+    let library = open_library(path)?;
     // SAFETY: the symbol's type is the ABI's `EntryFn` (no arguments, returns a pointer); a plugin that exports the
     // name with another type breaks the ABI contract, which no host can detect.
     let entry: EntryFn = match unsafe { library.get::<EntryFn>(ENTRY_SYMBOL_NUL) } {
