@@ -870,6 +870,58 @@ mod tests {
         assert!(set.shadowed().is_empty(), "{:?}", set.shadowed());
     }
 
+    /// A built-in with a broken table is refused by the same checks as a file, named `built-in:<crate>`.
+    #[test]
+    fn a_builtin_goes_through_the_same_table_checks() {
+        use query_abi::PluginApi;
+        fn altered(f: impl Fn(&mut PluginApi)) -> PluginApi {
+            let t = &query_srb2::BZHEAD_QUERY_PLUGIN_API;
+            let mut a = PluginApi {
+                abi_version: t.abi_version,
+                struct_size: t.struct_size,
+                flags: t.flags,
+                name: t.name,
+                version: t.version,
+                protocols: t.protocols,
+                protocols_len: t.protocols_len,
+                create: t.create,
+                destroy: t.destroy,
+                on_datagram: t.on_datagram,
+                on_timeout: t.on_timeout,
+                next_deadline_ms: t.next_deadline_ms,
+            };
+            f(&mut a);
+            a
+        }
+        // Each entry is called once by this test; the leaked table lives as long as a real plugin's static one.
+        extern "C" fn wrong_abi() -> *const PluginApi {
+            Box::leak(Box::new(altered(|a| a.abi_version += 1)))
+        }
+        extern "C" fn short() -> *const PluginApi {
+            Box::leak(Box::new(altered(|a| a.struct_size -= 8)))
+        }
+        extern "C" fn no_fn() -> *const PluginApi {
+            Box::leak(Box::new(altered(|a| a.on_timeout = None)))
+        }
+        extern "C" fn null() -> *const PluginApi {
+            std::ptr::null()
+        }
+        use super::super::builtin::Builtin;
+        let cases: [(EntryFn, fn(&PluginError) -> bool); 4] = [
+            (wrong_abi, |e| matches!(e, PluginError::WrongAbiVersion { .. })),
+            (short, |e| matches!(e, PluginError::ShortTable { .. })),
+            (no_fn, |e| matches!(e, PluginError::MissingFunction { function: "on_timeout", .. })),
+            (null, |e| matches!(e, PluginError::NullTable { .. })),
+        ];
+        for (entry, is) in cases {
+            let err = load_builtin(&Builtin { crate_name: "broken-builtin", entry }).unwrap_err();
+            assert!(is(&err), "{err:?}");
+            assert!(err.to_string().starts_with("built-in:broken-builtin: "), "{err}");
+        }
+        let ok = load_builtin(&Builtin { crate_name: "bzhead-query-srb2", entry: query_srb2::query_plugin_entry });
+        assert_eq!(ok.unwrap().origin(), &PluginOrigin::BuiltIn { crate_name: "bzhead-query-srb2" });
+    }
+
     #[test]
     fn library_names() {
         let so = format!("libquery_x{}", std::env::consts::DLL_SUFFIX);
