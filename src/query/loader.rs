@@ -704,6 +704,13 @@ impl PluginSet {
         set
     }
 
+    /// What a plain `bzhead` offers: the plugin files of the standard directories ([`plugin_dirs`] with no
+    /// `--plugin-dir`: `$BZHEAD_PLUGIN_PATH`, the user's and the system's plugin directories, beside the
+    /// executable), then the built-in plugins.
+    pub fn standard() -> PluginSet {
+        PluginSet::load_standard(&plugin_dirs(&[]))
+    }
+
     /// Only the plugins built into this program.
     pub fn builtin() -> PluginSet {
         let mut set = PluginSet::default();
