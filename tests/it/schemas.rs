@@ -8,8 +8,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use bzhead::bot::BotEvent;
-use bzhead::bzflag::consts::Team;
-use bzhead::bzflag::event::Event;
+use bzhead::bzflag::consts::{FlagStatus, PlayerStatus, PlayerType, Team};
+use bzhead::bzflag::event::{Event, FlagEvent, QueryPlayer};
+use bzhead::bzflag::msg::{Abbv, FiringInfo, GameSettings, PlayerUpdate, QueryGameInfo, TeamInfo};
+use bzhead::observer::json_line;
 use serde_json::Value;
 
 use crate::support::fake::silent;
@@ -180,6 +182,142 @@ fn the_event_schema_lists_every_event_type() {
     ] {
         let line: Value = serde_json::from_str(bad).unwrap();
         assert!(!v.validator.is_valid(&line), "event.schema.json accepts {bad}");
+    }
+}
+
+/// One event of every kind, as the engine makes them (the real runs below cannot provoke every kind: a kick, a
+/// teleport, a rabbit...). [`every_event_kind_printed_by_the_observer_validates`] wants one per `Event::KINDS`.
+fn one_event_of_each_kind() -> Vec<Event> {
+    let flag =
+        FlagEvent { index: 3, abbv: Abbv::new("GM"), status: FlagStatus::OnTank, owner: 2, pos: [1.0, 2.0, 0.5] };
+    let team = TeamInfo { team: Team::Red, size: 2, wins: 3, losses: 1 };
+    let update = PlayerUpdate {
+        small: true,
+        timestamp: 12.5,
+        id: 2,
+        order: 77,
+        status: PlayerStatus::ALIVE,
+        pos: [10.0, -20.0, 0.0],
+        vel: [1.0, 0.0, 0.0],
+        azimuth: 1.5,
+        ang_vel: 0.25,
+        jump_jets: 0.0,
+        phydrv: -1,
+        user_inputs: (0.0, 0.0),
+        sounds: 0,
+    };
+    let shot = FiringInfo {
+        time_sent: 12.5,
+        shooter: 2,
+        shot_id: 0x0102,
+        pos: [10.0, -20.0, 1.5],
+        vel: [100.0, 0.0, 0.0],
+        dt: 0.0,
+        team: Team::Green,
+        flag: Abbv::new("L"),
+        lifetime: 3.5,
+    };
+    let settings = GameSettings {
+        world_size: 800.0,
+        game_type: 1,
+        game_options: 26,
+        max_players: 200,
+        max_shots: 3,
+        num_flags: 30,
+        linear_acceleration: 0.0,
+        angular_acceleration: 0.0,
+        shake_timeout: 0,
+        shake_wins: 0,
+        sync_time: 0,
+    };
+    let player = QueryPlayer {
+        id: 1,
+        callsign: "alice".into(),
+        motto: "hi".into(),
+        team: Team::Blue,
+        player_type: PlayerType::Computer,
+        wins: 4,
+        losses: 2,
+        team_kills: 0,
+    };
+    let s = |x: &str| x.to_owned();
+    vec![
+        Event::Hello { id: 1 },
+        Event::UdpLink { up: true, detail: s("UDP link established") },
+        Event::Settings(settings),
+        Event::CacheUrl { url: s("http://example.invalid/world.bwc") },
+        Event::World { hash: s("a4f58da93d7bf49df9ef31cee06c2c59"), bytes: 368, cached: true },
+        Event::Accept { id: 1 },
+        Event::Reject { code: 4, reason: s("The callsign specified is already in use.") },
+        Event::SetVar { count: 2, vars: vec![(s("_gravity"), s("-9.8"))] },
+        Event::Team(team),
+        Event::Join {
+            id: 2,
+            callsign: s("bob"),
+            team: Team::Rogue,
+            player_type: PlayerType::Tank,
+            motto: s(""),
+            wins: 0,
+            losses: 0,
+            team_kills: 0,
+        },
+        Event::Leave { id: 2, callsign: s("bob") },
+        Event::Score { id: 2, wins: 1, losses: 2, team_kills: 0 },
+        Event::NewRabbit { id: 2 },
+        Event::GameOver { player: 255, team: Team::Red },
+        Event::TimeLeft { seconds: -1 },
+        Event::Flag(flag),
+        Event::Grab { player: 2, callsign: s("bob"), flag },
+        Event::Drop { player: 2, callsign: s("bob"), flag },
+        Event::Transfer { from: 2, to: 3, flag },
+        Event::Capture { player: 2, callsign: s("bob"), index: 0, abbv: Abbv::new("R*"), team: Team::Green },
+        Event::NearFlag { pos: [1.0, 2.0, 0.0], name: s("Genocide") },
+        Event::Spawn { id: 2, callsign: s("bob"), pos: [1.0, 2.0, 0.0], azimuth: 3.0 },
+        Event::Kill {
+            victim: 2,
+            victim_callsign: s("bob"),
+            killer: 3,
+            killer_callsign: s("carol"),
+            reason: "shot",
+            reason_code: 1,
+            shot_id: 258,
+            flag: Abbv::new("L"),
+            phydrv: Some(4),
+        },
+        Event::Teleport { player: 2, callsign: s("bob"), from: 0, to: 3 },
+        Event::Pause { player: 2, callsign: s("bob"), paused: true },
+        Event::AutoPilot { player: 2, callsign: s("bob"), on: false },
+        Event::Update(update),
+        Event::ShotBegin(shot),
+        Event::ShotEnd { shooter: 2, shot_id: 258, reason: 1 },
+        Event::Chat {
+            from: 253,
+            from_callsign: s("SERVER"),
+            to: 254,
+            to_name: s("all"),
+            action: false,
+            text: s("welcome"),
+        },
+        Event::Resources { count: 0 },
+        Event::Warning { message: s("skipped a malformed message") },
+        Event::Kicked { reason: s("kicked by the server") },
+        Event::QueryResult { game: QueryGameInfo::default(), teams: vec![team], players: vec![player] },
+        Event::Closed { reason: s("left the game"), exit_code: 0 },
+    ]
+}
+
+#[test]
+fn every_event_kind_printed_by_the_observer_validates() {
+    let events = Schema::load("event");
+    let all = one_event_of_each_kind();
+    let kinds: BTreeSet<&str> = all.iter().map(Event::kind).collect();
+    let ours: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
+    assert_eq!(kinds, ours, "one_event_of_each_kind() needs a sample of every Event::KINDS entry");
+    for e in &all {
+        let line = json_line(std::time::Duration::from_millis(1234), e);
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"));
+        assert_eq!(v["type"], e.kind(), "{line}");
+        events.check(&v);
     }
 }
 
