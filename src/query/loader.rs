@@ -274,7 +274,7 @@ pub enum PluginOrigin {
 impl fmt::Display for PluginOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PluginOrigin::BuiltIn { crate_name } => write!(f, "built in ({crate_name})"),
+            PluginOrigin::BuiltIn { crate_name } => write!(f, "built in: {crate_name}"),
             PluginOrigin::File { path, dir: None } => write!(f, "{}", path.display()),
             PluginOrigin::File { path, dir: Some(d) } => write!(f, "{}, {}", path.display(), d.source.label()),
         }

@@ -93,7 +93,8 @@ fn cargo_install_gives_a_bzhead_that_queries_every_bundled_protocol_with_no_plug
     }
     let text = run_as_user(&bin, home.path(), &["plugins"]);
     assert!(text.success(), "{}", text.describe());
-    for needle in ["built in (bzhead-query-teeworlds)", "built in (bzhead-query-quake3)", "then the plugins built into"]
+    for needle in
+        ["(built in: bzhead-query-teeworlds)", "(built in: bzhead-query-quake3)", "then the plugins built into"]
     {
         assert!(text.stdout.contains(needle), "no {needle:?} in:\n{}", text.stdout);
     }
