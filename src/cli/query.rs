@@ -77,8 +77,8 @@ struct QueryArgs {
     #[arg(long, value_name = "NAME")]
     game: Option<String>,
     /// For dpmaster: the game's protocol number (e.g. 68, 71, 22).
-    #[arg(long, value_name = "N")]
-    game_protocol: Option<String>,
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, u32::MAX))]
+    game_protocol: Option<u32>,
     #[command(flatten)]
     opts: QueryOptions,
 }
@@ -104,8 +104,8 @@ pub struct ScanArgs {
     #[arg(long, value_name = "NAME")]
     game: Option<String>,
     /// For the master: the game's protocol number (e.g. 68, 71, 22).
-    #[arg(long, value_name = "N")]
-    game_protocol: Option<String>,
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, u32::MAX))]
+    game_protocol: Option<u32>,
     /// For the master: list filters (e.g. "empty full", "ipv6").
     #[arg(long, value_name = "F")]
     filters: Option<String>,
@@ -269,8 +269,8 @@ pub fn query(args: Vec<String>) -> u8 {
     if let Some(g) = &a.game {
         params.push(("game".into(), g.clone()));
     }
-    if let Some(g) = &a.game_protocol {
-        params.push(("game_protocol".into(), g.clone()));
+    if let Some(g) = a.game_protocol {
+        params.push(("game_protocol".into(), g.to_string()));
     }
     let set = load(&a.opts.dirs);
     let Some(port) = default_port(&set, &a.protocol) else {
@@ -512,7 +512,8 @@ pub fn scan(a: ScanArgs) -> u8 {
             }
         };
         let mut mparams = Vec::new();
-        for (k, v) in [("game", &a.game), ("game_protocol", &a.game_protocol), ("filters", &a.filters)] {
+        let game_protocol = a.game_protocol.map(|p| p.to_string());
+        for (k, v) in [("game", &a.game), ("game_protocol", &game_protocol), ("filters", &a.filters)] {
             if let Some(v) = v {
                 mparams.push((k.to_owned(), v.clone()));
             }
