@@ -226,7 +226,9 @@ pub fn plugins(a: PluginsArgs) -> u8 {
     let _ = writeln!(out, "searched: {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
     let _ = writeln!(out, "\nbuilt in\n  {BZFLAG:<12} server  port {BZFLAG_PORT:<5}  BZFlag 2.4 (TCP)");
     for p in set.plugins() {
-        let _ = writeln!(out, "\n{} {} ({})", p.name(), p.version(), p.path().display());
+        // A plugin's own texts are printed through the terminal filter like a server's.
+        let (name, version) = (for_terminal(p.name()), for_terminal(p.version()));
+        let _ = writeln!(out, "\n{name} {version} ({})", for_terminal(&p.path().display().to_string()));
         if !p.catches_panics() {
             let _ = writeln!(out, "  warning: built with panic=abort; a panic in it ends bzhead");
         }
@@ -234,13 +236,14 @@ pub fn plugins(a: PluginsArgs) -> u8 {
             let kind = if d.kind == ProtocolKind::Master { "master" } else { "server" };
             let shadowed = set.plugin_for(&d.name).is_some_and(|w| !std::ptr::eq(w.as_ref(), p.as_ref()));
             let note = if shadowed { " (shadowed by an earlier plugin)" } else { "" };
-            let _ = writeln!(out, "  {:<12} {kind:<6}  port {:<5}  {}{note}", d.name, d.default_port, d.description);
+            let (name, desc) = (for_terminal(&d.name), for_terminal(&d.description));
+            let _ = writeln!(out, "  {name:<12} {kind:<6}  port {:<5}  {desc}{note}", d.default_port);
         }
     }
     if !set.errors().is_empty() {
         let _ = writeln!(out, "\nnot loaded");
         for e in set.errors() {
-            let _ = writeln!(out, "  {e}");
+            let _ = writeln!(out, "  {}", for_terminal(&e.to_string()));
         }
     }
     exit::OK
