@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::support::fake::{fake_dpmaster, fake_q3, Responder};
 use crate::support::gameservers::GameServer;
 use crate::support::plugins::real_plugin_dir;
+use crate::support::relay::{Hooks, Impair, UdpRelay};
 use crate::support::{run_bzhead, RunOutput, TempDir, WAIT};
 
 fn addrs(list: &[&str]) -> Vec<SocketAddr> {
@@ -453,4 +454,65 @@ fn every_numeric_option_refuses_nan_infinities_and_huge_values() {
     // A value in range still works: the command gets as far as the (dead) server.
     let out = run_bzhead(["query", "bzflag", "127.0.0.1:9", "--timeout-ms", "300"], WAIT);
     assert_ne!(out.code, Some(2), "{}", out.describe());
+}
+
+/// Sends, from the real server's address (the relay's front socket) and ahead of its answer, a forged reply to each
+/// request: one with a challenge nobody sent, one with none.
+struct Forger {
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Hooks for Forger {
+    fn on_request(&mut self, data: &[u8], client: SocketAddr, front: &std::net::UdpSocket) {
+        let reply = if data.windows(7).any(|w| w == b"getinfo") { "infoResponse" } else { "statusResponse" };
+        for chal in ["\\challenge\\bzhFORGED", ""] {
+            let mut f = b"\xff\xff\xff\xff".to_vec();
+            f.extend_from_slice(
+                format!("{reply}\n\\hostname\\FORGED\\sv_hostname\\FORGED\\mapname\\forged\\clients\\9{chal}\n")
+                    .as_bytes(),
+            );
+            if front.send_to(&f, client).is_ok() {
+                self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[test]
+fn forged_replies_from_a_real_servers_address_lose_to_its_real_answer() {
+    let plugins = real_plugin_dir();
+    let oa = GameServer::openarena("bzhead OA genuine", 1);
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let relay = UdpRelay::spawn(oa.addr(), Impair::NONE, Some(Box::new(Forger { sent: sent.clone() })));
+    let dir = TempDir::new("forged");
+    let list = dir.join("servers.txt");
+    std::fs::write(&list, format!("{}\n", relay.addr())).unwrap();
+    let out = run_bzhead(
+        [
+            "scan",
+            "--list",
+            list.to_str().unwrap(),
+            "--protocol",
+            "quake3",
+            "--json",
+            "--quiet",
+            "--plugin-dir",
+            plugins.path().to_str().unwrap(),
+        ],
+        WAIT * 3,
+    );
+    assert!(!out.timed_out, "{}", out.describe());
+    let v: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {}", out.describe()));
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["name"], "bzhead OA genuine", "a forged reply was taken: {v}");
+    assert_eq!(v["map"], "oa_dm1");
+    assert_eq!(v["bots"], 1);
+    let forged = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(forged >= 4, "the forger sent {forged}");
+    // Every forged datagram was refused by the plugin and counted.
+    let s = summary(&out);
+    let ignored: u64 = s.split(" unsolicited or ignored").next().unwrap().rsplit(", ").next().unwrap().parse().unwrap();
+    assert!(ignored >= forged.min(4), "{s}");
+    assert_eq!(out.code, Some(0), "{}", out.describe());
 }
