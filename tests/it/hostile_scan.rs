@@ -516,3 +516,93 @@ fn forged_replies_from_a_real_servers_address_lose_to_its_real_answer() {
     assert!(ignored >= forged.min(4), "{s}");
     assert_eq!(out.code, Some(0), "{}", out.describe());
 }
+
+/// A dpmaster page (getserversExtResponse, with EOT) listing `entries`.
+fn dpmaster_page(entries: &[SocketAddr]) -> Vec<u8> {
+    let mut p = b"\xff\xff\xff\xffgetserversExtResponse".to_vec();
+    for a in entries {
+        match a {
+            SocketAddr::V4(v4) => {
+                p.push(b'\\');
+                p.extend_from_slice(&v4.ip().octets());
+            }
+            SocketAddr::V6(v6) => {
+                p.push(b'/');
+                p.extend_from_slice(&v6.ip().octets());
+            }
+        }
+        p.extend_from_slice(&a.port().to_be_bytes());
+    }
+    p.extend_from_slice(b"\\EOT\0\0\0");
+    p
+}
+
+/// The scheduler itself, in virtual time (nothing is sent anywhere): the master policy and the per-entry budget
+/// hold for a master that lists public-looking addresses and a plugin that would flood each of them.
+#[test]
+fn what_one_master_entry_may_cost_is_bounded_in_the_scheduler() {
+    use bzhead::query::loader::PluginSet;
+    use bzhead::query::scan::{entry_budget, ENTRY_DATAGRAMS_PER_ATTEMPT};
+    use bzhead::query::{Scan, ScanConfig, ScanEvent, Target};
+    use std::collections::HashMap;
+    use std::time::{Duration, Instant};
+
+    let dir = crate::support::plugins::plugin_dir_with("budget", &["query_quake3", "query_misbehave"]);
+    let set = PluginSet::load_dirs(&[dir.path().to_path_buf()]);
+    let mut now = Instant::now();
+    let config = ScanConfig { retries: 1, timeout: Duration::from_millis(200), ..ScanConfig::default() };
+    let mut scan = Scan::new(set, config, now);
+    let master: SocketAddr = "127.0.0.1:27950".parse().unwrap();
+    let t = Target {
+        protocol: "dpmaster".into(),
+        addr: master,
+        params: vec![("ext".into(), "1".into())],
+        // Every listed server is queried with a protocol whose plugin sends 10000 datagrams at once.
+        expand: Some(("send-flood".into(), Vec::new())),
+    };
+    scan.add_target(now, t).unwrap();
+    assert!(scan.poll_transmit().is_some(), "the master request");
+    let mut listed = addrs(SPECIAL_USE);
+    listed.extend((0..10).map(|i| SocketAddr::from(([8, 8, 4, 4], 30_000 + i))));
+    listed.push("[2a00:1450:4001::1]:27960".parse().unwrap());
+    now += Duration::from_millis(1);
+    scan.handle_datagram(now, master, &dpmaster_page(&listed));
+
+    let mut sent: HashMap<SocketAddr, usize> = HashMap::new();
+    let mut results = Vec::new();
+    for _ in 0..10_000 {
+        while let Some(tx) = scan.poll_transmit() {
+            *sent.entry(tx.to).or_default() += 1;
+        }
+        while let Some(ScanEvent::Result(r)) = scan.poll_event() {
+            results.push(r);
+        }
+        if scan.is_done() {
+            break;
+        }
+        now = now.max(scan.poll_timeout().expect("a deadline while not done"));
+        scan.handle_timeout(now);
+    }
+    assert!(scan.is_done());
+    let stats = scan.stats();
+    assert_eq!(stats.dropped_special_use, SPECIAL_USE.len() as u64 - 2, "{stats:?}"); // the plugin drops :: and 0.0.0.0
+    assert_eq!(stats.dropped_ports_per_host, 6, "{stats:?}");
+    // 4 ports of 8.8.4.4 and the IPv6 host: each query ended at its budget.
+    let servers: Vec<_> = results.iter().filter(|r| r.protocol == "send-flood").collect();
+    assert_eq!(servers.len(), 5, "{results:#?}");
+    for r in &servers {
+        let e = r.outcome.as_ref().unwrap_err();
+        assert!(e.detail.contains("more than a master entry may cause"), "{e}");
+    }
+    assert_eq!(stats.over_budget, 5, "{stats:?}");
+    let (max_datagrams, _) = entry_budget(1);
+    for (to, n) in &sent {
+        if *to != master {
+            // The flood is cut at the budget: 4 datagrams for each of the 2 attempts, all at once here.
+            assert_eq!(*n, max_datagrams, "{to}");
+            assert_eq!(max_datagrams, ENTRY_DATAGRAMS_PER_ATTEMPT * 2);
+            assert!(!to.ip().is_loopback() && !to.ip().is_unspecified(), "{to} was sent to");
+        }
+    }
+    assert_eq!(sent.len(), 5, "only the five entries taken were sent to: {sent:?}");
+}
