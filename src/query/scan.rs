@@ -1297,15 +1297,10 @@ impl Scan {
 
 /// Random bytes from the operating system, drawn [`RandomPool::BATCH`] queries' worth at a time (one `getrandom`
 /// call per batch instead of one per query).
+#[derive(Default)]
 struct RandomPool {
     buf: Vec<u8>,
     used: usize,
-}
-
-impl Default for RandomPool {
-    fn default() -> Self {
-        RandomPool { buf: Vec::new(), used: 0 }
-    }
 }
 
 impl RandomPool {

@@ -300,7 +300,7 @@ fn assert_clean(text: &str) {
 #[test]
 fn server_names_with_escape_sequences_print_clean_text_and_exact_json() {
     let plugins = real_plugin_dir();
-    let evil = fake_q3("127.0.0.1:0", EVIL, "\u{1b}[1;1Hmap", vec![(format!("\u{1b}]2;p\u{7}player"), 3, 40)]);
+    let evil = fake_q3("127.0.0.1:0", EVIL, "\u{1b}[1;1Hmap", vec![("\u{1b}]2;p\u{7}player".to_owned(), 3, 40)]);
     let pd = plugins.path().to_str().unwrap();
     let addr = evil.addr().to_string();
 
