@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::support::fake::{fake_dpmaster, fake_q3, Responder};
 use crate::support::gameservers::GameServer;
+use crate::support::peak::run_measured;
 use crate::support::plugins::real_plugin_dir;
 use crate::support::relay::{Hooks, Impair, UdpRelay};
 use crate::support::{run_bzhead, RunOutput, TempDir, WAIT};
@@ -605,4 +606,47 @@ fn what_one_master_entry_may_cost_is_bounded_in_the_scheduler() {
         }
     }
     assert_eq!(sent.len(), 5, "only the five entries taken were sent to: {sent:?}");
+}
+
+/// Peak resident memory allowed to a `bzhead scan` facing a hostile master (a debug build scanning a few servers
+/// stays around 12 MiB).
+const SCAN_MEMORY_LIMIT_KIB: u64 = 128 * 1024;
+
+#[test]
+fn a_master_listing_a_hundred_thousand_entries_costs_one_datagram_in_bounded_memory() {
+    let plugins = real_plugin_dir();
+    // 60,000 ports of one host and 40,000 other loopback hosts: all special-use, all dropped by default.
+    let mut listed: Vec<SocketAddr> =
+        (0..60_000u32).map(|i| SocketAddr::from(([127, 0, 0, 5], 1024 + i as u16))).collect();
+    listed.extend((0..40_000u32).map(|i| SocketAddr::from(([127, 1, (i >> 8) as u8, i as u8], 27960))));
+    let master = fake_dpmaster("127.0.0.1:0", listed, 1000);
+    let args = [
+        "scan",
+        "--master",
+        &master.addr().to_string(),
+        "--protocol",
+        "quake3",
+        "--json",
+        "--quiet",
+        "--timeout-ms",
+        "200",
+        "--retries",
+        "0",
+        "--plugin-dir",
+        plugins.path().to_str().unwrap(),
+    ];
+    let m = run_measured(&mut crate::support::bzhead(args), WAIT * 6);
+    let out = &m.out;
+    assert!(!out.timed_out && !out.stderr.contains("panicked"), "{}", m.describe());
+    assert!(m.max_rss_kib < SCAN_MEMORY_LIMIT_KIB, "{}", m.describe());
+    let (master_line, servers) = split(out);
+    assert_eq!(master_line["raw"]["dropped_special_use"], 100_000, "{}", out.stderr);
+    assert_eq!(master_line["raw"]["entries_taken"], 0);
+    assert_eq!(master_line["servers"].as_array().map(Vec::len), Some(100_000), "the master's list, exact");
+    assert!(servers.is_empty());
+    let s = summary(out);
+    assert!(s.contains("scanned 0 servers") && s.contains("(1 datagrams sent"), "{s}");
+    assert!(s.contains("dropped: 100000 special-use, 0 over the per-host limit"), "{s}");
+    assert_eq!(out.code, Some(0), "{}", m.describe());
+    eprintln!("100,000 hostile entries: {} KiB peak", m.max_rss_kib);
 }
