@@ -650,3 +650,113 @@ fn a_master_listing_a_hundred_thousand_entries_costs_one_datagram_in_bounded_mem
     assert_eq!(out.code, Some(0), "{}", m.describe());
     eprintln!("100,000 hostile entries: {} KiB peak", m.max_rss_kib);
 }
+
+// ------------------------------------------------------------------ BZFlag texts that reach the terminal
+
+/// A callsign (31 bytes at most), a motto and a reject reason full of escape sequences.
+const EVIL_CALLSIGN: &str = "\u{1b}[2J\u{1b}]0;x\u{7}Evil\u{9b}H\u{202e}cs";
+const EVIL_MOTTO: &str = "\u{1b}[31mred\u{1b}[0m \u{1b}]8;;http://x\u{1b}\\motto\u{7f}";
+const EVIL_REASON: &str = "\u{1b}[2J\u{1b}[1;1HBanned\u{1b}]0;title\u{7}: go away\u{202e}!";
+
+#[test]
+fn query_bzflag_prints_callsigns_and_mottos_clean_and_json_exact() {
+    use crate::support::standin::{hello, StandIn};
+    use bzhead::bzflag::consts::{PlayerType, Team};
+    use bzhead::bzflag::msg::{Message, QueryGameInfo, ServerMsg, TeamInfo};
+
+    let serve = || {
+        StandIn::spawn(|mut c| {
+            if !(c.read_header() && c.send(&hello(0))) {
+                return;
+            }
+            if c.expect(b"qg", WAIT).is_none() || c.expect(b"qp", WAIT).is_none() {
+                return;
+            }
+            let mut b = ServerMsg::QueryGame(QueryGameInfo { max_players: 20, ..QueryGameInfo::default() }).encode();
+            b.extend(ServerMsg::QueryPlayers { num_teams: 1, num_players: 1 }.encode());
+            b.extend(
+                ServerMsg::TeamUpdate { teams: vec![TeamInfo { team: Team::Red, size: 1, wins: 0, losses: 0 }] }
+                    .encode(),
+            );
+            b.extend(
+                ServerMsg::AddPlayer {
+                    id: 3,
+                    player_type: PlayerType::Tank,
+                    team: Team::Red,
+                    wins: 2,
+                    losses: 1,
+                    team_kills: 0,
+                    callsign: EVIL_CALLSIGN.into(),
+                    motto: EVIL_MOTTO.into(),
+                }
+                .encode(),
+            );
+            c.send(&b);
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        })
+    };
+    let s = serve();
+    let text = run_bzhead(["query", "bzflag", &s.addr().to_string()], WAIT);
+    assert_eq!(text.code, Some(0), "{}", text.describe());
+    assert_clean(&text.stdout);
+    assert!(text.stdout.contains("player Evilcs (Red team) is a tank:"), "{}", text.stdout);
+    assert!(text.stdout.contains("  red motto\n"), "{}", text.stdout);
+
+    let s = serve();
+    let json = run_bzhead(["query", "bzflag", &s.addr().to_string(), "--json"], WAIT);
+    let v: Value = serde_json::from_str(json.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", json.describe()));
+    assert_eq!(v["player_list"][0]["name"], EVIL_CALLSIGN, "{v}");
+}
+
+#[test]
+fn reject_reasons_and_callsigns_with_escape_sequences_reach_no_terminal() {
+    use crate::support::standin::{add_player, hello, reject, StandIn};
+
+    // Rejected at the join (bzadmin-style join, no world): the reason is printed on stderr, cleaned.
+    let s = StandIn::spawn(|mut c| {
+        if c.read_header() && c.send(&hello(1)) && c.expect(b"en", WAIT).is_some() {
+            c.send(&reject(5, EVIL_REASON));
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+    });
+    let out = run_bzhead(["observe", "--no-world", "--no-udp", "--no-cache", &s.addr().to_string()], WAIT);
+    assert_eq!(out.code, Some(4), "{}", out.describe());
+    assert_clean(&out.stderr);
+    assert_clean(&out.stdout);
+    assert!(out.stderr.contains("Banned: go away!"), "{}", out.stderr);
+
+    // A player whose callsign carries escape sequences joins: clean text, exact JSON.
+    let serve = || {
+        StandIn::spawn(|mut c| {
+            if c.read_header() && c.send(&hello(1)) && c.expect(b"en", WAIT).is_some() {
+                let mut b = frame_accept(1);
+                b.extend(add_player(7, 1, EVIL_CALLSIGN));
+                c.send(&b);
+                std::thread::sleep(std::time::Duration::from_secs(3));
+            }
+        })
+    };
+    let s = serve();
+    let out =
+        run_bzhead(["observe", "--no-world", "--no-udp", "--no-cache", "--for", "1", &s.addr().to_string()], WAIT);
+    assert_clean(&out.stdout);
+    assert_clean(&out.stderr);
+    assert!(out.stdout.contains("*** 'Evilcs' joined the game"), "{}", out.stdout);
+    let s = serve();
+    let out = run_bzhead(
+        ["observe", "--no-world", "--no-udp", "--no-cache", "--json", "--for", "1", &s.addr().to_string()],
+        WAIT,
+    );
+    let joined = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "join")
+        .unwrap_or_else(|| panic!("{}", out.describe()));
+    assert_eq!(joined["callsign"], EVIL_CALLSIGN, "{joined}");
+}
+
+/// `MsgAccept` for player `id`.
+fn frame_accept(id: u8) -> Vec<u8> {
+    crate::support::standin::frame(b"ac", &[id])
+}
