@@ -61,10 +61,11 @@ fn scan_master(master: &Responder, protocol: &str, extra: &[&str], plugins: &Tem
         "empty full ipv4 ipv6".to_owned(),
         "--json".to_owned(),
         "--quiet".to_owned(),
+        // Generous for a loaded machine: the real servers must answer; the silent ones just take longer.
         "--timeout-ms".to_owned(),
-        "300".to_owned(),
+        "500".to_owned(),
         "--retries".to_owned(),
-        "0".to_owned(),
+        "2".to_owned(),
         "--plugin-dir".to_owned(),
         plugins.path().to_str().unwrap().to_owned(),
     ];
@@ -173,7 +174,7 @@ fn a_master_cannot_turn_a_scan_into_a_port_scan_of_one_host() {
     assert!(s.contains("dropped: 0 special-use, 36 over the per-host limit"), "{s}");
     // No amplification: what went out is bounded by the entries taken (one teeworlds request per attempt here).
     let sent: u64 = s.split(" datagrams sent").next().unwrap().rsplit('(').next().unwrap().parse().unwrap();
-    assert!(sent <= 1 + 7 * 4, "{s}");
+    assert!(sent <= 1 + 7 * 3 * 4, "{s}");
 
     // The operator of a LAN lifts the limit.
     let out = scan_master(&master, "teeworlds", &["--allow-private", "--max-ports-per-host", "64"], &plugins);
@@ -195,9 +196,9 @@ fn a_master_cannot_turn_a_scan_into_a_port_scan_of_one_host() {
             "teeworlds",
             "--quiet",
             "--timeout-ms",
-            "300",
+            "500",
             "--retries",
-            "0",
+            "2",
             "--plugin-dir",
             plugins.path().to_str().unwrap(),
         ],
@@ -237,7 +238,7 @@ fn spoofed_quake3_replies_with_a_wrong_or_missing_challenge_are_refused() {
     let query = |targets: &[SocketAddr], extra: &[&str]| {
         let mut args = vec!["query".to_owned(), "quake3".to_owned()];
         args.extend(targets.iter().map(ToString::to_string));
-        args.extend(["--json", "--timeout-ms", "200", "--retries", "1", "--plugin-dir"].map(str::to_owned));
+        args.extend(["--json", "--timeout-ms", "500", "--retries", "1", "--plugin-dir"].map(str::to_owned));
         args.push(plugins.path().to_str().unwrap().to_owned());
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         let out = run_bzhead(&args, WAIT * 3);
