@@ -15,6 +15,8 @@
 //! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
 //! * [`cache`]: the on-disk world cache the reactor answers the engine's world requests from.
 //! * [`world_cmd`]: the `world` command (fetch a world, print its model as text or JSON, draw an SVG map).
+//! * [`text`]: text from peers made safe for a terminal (every text output goes through it).
+//! * [`args`]: value parsers that refuse NaN, infinities and out-of-range numbers on the command line.
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap layer over these; its exit codes are documented in the
 //! README.
@@ -39,6 +41,8 @@ pub use glam;
 pub use glam::{Affine3A, Vec2, Vec3};
 
 #[forbid(unsafe_code)]
+pub mod args;
+#[forbid(unsafe_code)]
 pub mod bot;
 #[forbid(unsafe_code)]
 pub mod bzflag;
@@ -50,6 +54,8 @@ pub mod query;
 pub mod reactor;
 #[forbid(unsafe_code)]
 pub mod record;
+#[forbid(unsafe_code)]
+pub mod text;
 #[forbid(unsafe_code)]
 pub mod wire;
 #[forbid(unsafe_code)]

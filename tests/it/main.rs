@@ -13,6 +13,7 @@ mod fuzz_regressions;
 mod harness;
 mod hostile;
 mod install;
+mod hostile_scan;
 mod observe;
 mod play;
 mod query_demux;
