@@ -1,0 +1,218 @@
+//! Hostile worlds, round two (issue 11): worlds whose teleporter links multiply, whose group-instance names are
+//! copied into every obstacle, that stall the event loop while they are modelled, many sessions that each get a
+//! large world, a world cache that is full or holds a FIFO, and recordings that would fill the disk.
+//!
+//! Every world here is made by a generator with a size parameter, so each test covers a class of inputs, and the
+//! smallest members of each class are the `world_blob` fuzz seeds (`fuzz/seeds/world-*.bin`; the test
+//! `fuzz_seeds_are_the_generators_output` keeps them current, `BZHEAD_WRITE_SEEDS=1` rewrites them).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bzhead::bzflag::world::Envelope;
+
+use crate::support::peak::{run_measured, Measured};
+use crate::support::{bzhead, TempDir, WAIT};
+
+// ------------------------------------------------------------------ world generators
+
+fn sstr(s: &str) -> Vec<u8> {
+    let mut v = (s.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+/// A group instance of `def` called `name` (an empty transform, no modifiers).
+fn instance(def: &str, name: &str) -> Vec<u8> {
+    let mut v = sstr(def);
+    v.extend(sstr(name));
+    v.extend(sstr(""));
+    v.extend(0u32.to_be_bytes());
+    v.push(0);
+    v
+}
+
+/// A vertical unnamed teleporter, 1 × 5 × 10 with a border of 1.
+fn teleporter() -> Vec<u8> {
+    let mut v = sstr("");
+    for f in [0f32, 0.0, 0.0, 0.0, 1.0, 5.0, 10.0, 1.0] {
+        v.extend(f.to_be_bytes());
+    }
+    v.extend([0, 0]);
+    v
+}
+
+/// A group definition with `boxes` unit boxes, `teles` teleporters and the instances `(def, name, count)`.
+fn group(name: &str, boxes: u32, teles: u32, children: &[(&str, &str, usize)]) -> Vec<u8> {
+    let mut v = sstr(name);
+    v.extend(0u32.to_be_bytes()); // walls
+    v.extend(boxes.to_be_bytes());
+    for _ in 0..boxes {
+        for f in [0f32, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0] {
+            v.extend(f.to_be_bytes());
+        }
+        v.push(0);
+    }
+    v.extend(0u32.to_be_bytes()); // pyramids
+    v.extend(0u32.to_be_bytes()); // bases
+    v.extend(teles.to_be_bytes());
+    for _ in 0..teles {
+        v.extend(teleporter());
+    }
+    for _ in 0..5 {
+        v.extend(0u32.to_be_bytes()); // meshes .. tetras
+    }
+    let n: usize = children.iter().map(|(_, _, c)| c).sum();
+    v.extend((n as u32).to_be_bytes());
+    for (def, iname, count) in children {
+        let one = instance(def, iname);
+        for _ in 0..*count {
+            v.extend_from_slice(&one);
+        }
+    }
+    v
+}
+
+/// A database: the world group, the named groups and the links `(from, to)`; nothing else.
+fn database(world: Vec<u8>, named: &[Vec<u8>], links: &[(&str, &str)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for _ in 0..5 {
+        v.extend(0u32.to_be_bytes());
+    }
+    v.extend(world);
+    v.extend((named.len() as u32).to_be_bytes());
+    for g in named {
+        v.extend_from_slice(g);
+    }
+    v.extend((links.len() as u32).to_be_bytes());
+    for (from, to) in links {
+        v.extend(sstr(from));
+        v.extend(sstr(to));
+    }
+    v.extend((-1f32).to_be_bytes()); // no water
+    v.extend(0u32.to_be_bytes()); // weapons
+    v.extend(0u32.to_be_bytes()); // zones
+    v
+}
+
+/// Groups `g0` … `g<depth-1>` nested `fan` wide, the innermost holding `leaf`, the world placing `g0` `fan`
+/// times: `fan^(depth+1)` copies of the leaf's contents. Each instance is called `name` (empty: unnamed).
+fn nested(depth: usize, fan: usize, name: &str, leaf: (u32, u32), links: &[(&str, &str)]) -> Vec<u8> {
+    let mut named = Vec::new();
+    for d in 0..depth {
+        let (boxes, teles) = if d + 1 == depth { leaf } else { (0, 0) };
+        let next = format!("g{}", d + 1);
+        let children: Vec<(&str, &str, usize)> = if d + 1 == depth { vec![] } else { vec![(&next, name, fan)] };
+        named.push(group(&format!("g{d}"), boxes, teles, &children));
+    }
+    Envelope::wrap(&database(group("", 0, 0, &[("g0", name, fan)]), &named, links))
+}
+
+/// Teleporter links that multiply: `fan^(depth+1)` teleporters from nested groups and one link from every face
+/// to every face (`*` to `*`). On `main` the link table grew with faces × targets and its matching with the cube.
+pub fn link_bomb(depth: usize, fan: usize) -> Vec<u8> {
+    nested(depth, fan, "", (0, 1), &[("*", "*")])
+}
+
+/// Names copied per obstacle: instances called by a `name_len`-byte name, nested `depth` deep, `fan` wide, over
+/// one box each: every obstacle's path is `depth` copies of the name.
+pub fn name_bomb(depth: usize, fan: usize, name_len: usize) -> Vec<u8> {
+    let name = "n".repeat(name_len);
+    nested(depth, fan, &name, (1, 0), &[])
+}
+
+/// A world that parses fast but takes long to model: `boxes` boxes in one group placed `copies` times.
+pub fn slow_world(boxes: u32, copies: usize) -> Vec<u8> {
+    let g = group("g", boxes, 0, &[]);
+    Envelope::wrap(&database(group("", 0, 0, &[("g", "", copies)]), &[g], &[]))
+}
+
+/// The hostile seeds of the `world_blob` fuzz target: the smallest member of each class.
+pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("world-link-bomb-SYNTHETIC.bin", link_bomb(4, 10)),
+        ("world-link-bomb-wide-SYNTHETIC.bin", link_bomb(1, 2000)),
+        ("world-name-bomb-SYNTHETIC.bin", name_bomb(8, 5, 1000)),
+        ("world-name-bomb-deep-SYNTHETIC.bin", name_bomb(18, 2, 400)),
+    ]
+}
+
+fn seeds_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds")
+}
+
+// ------------------------------------------------------------------ helpers
+
+/// Peak memory allowed to `bzhead world --file` on a hostile world (a debug build modelling the captured CTF
+/// world stays near 30 MiB).
+const WORLD_LIMIT_KIB: u64 = 128 * 1024;
+
+/// `bzhead world --file BLOB`, measured, with the time it took.
+fn world_file(dir: &TempDir, name: &str, blob: &[u8]) -> (Measured, Duration) {
+    let path = dir.path().join(name);
+    std::fs::write(&path, blob).unwrap();
+    let start = Instant::now();
+    let m = run_measured(&mut bzhead(["world", "--file", path.to_str().unwrap()]), WAIT * 3);
+    (m, start.elapsed())
+}
+
+#[track_caller]
+fn assert_refused(m: &Measured, took: Duration, says: &str, within: Duration) {
+    assert!(!m.out.timed_out, "bzhead did not end by itself:\n{}", m.describe());
+    assert_eq!(m.out.code, Some(6), "{}", m.describe());
+    assert!(m.out.stderr.contains(says), "stderr should say {says:?}:\n{}", m.describe());
+    assert!(m.max_rss_kib < WORLD_LIMIT_KIB, "peak memory above {WORLD_LIMIT_KIB} KiB:\n{}", m.describe());
+    assert!(took < within, "took {took:?} (safety limit {within:?}):\n{}", m.describe());
+}
+
+// ------------------------------------------------------------------ tests
+
+#[test]
+fn fuzz_seeds_are_the_generators_output() {
+    let dir = seeds_dir();
+    let write = std::env::var_os("BZHEAD_WRITE_SEEDS").is_some();
+    for (name, blob) in fuzz_seeds() {
+        let path = dir.join(name);
+        if write {
+            std::fs::write(&path, &blob).unwrap();
+        }
+        let on_disk =
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (BZHEAD_WRITE_SEEDS=1 writes it)", path.display()));
+        assert!(on_disk == blob, "{} is stale: run this test with BZHEAD_WRITE_SEEDS=1", path.display());
+    }
+}
+
+/// Teleporter links that multiply (one `*` to `*` link over teleporters made by nested group instances, or by
+/// many instances side by side) are refused with the world error (exit 6) before any name is matched: the
+/// matching work (pattern bytes × face-name bytes) is counted from the group tallies, and the destinations are
+/// counted before the table is built. On `main` the 111-byte blob of 10,000 teleporters ran for minutes.
+#[test]
+fn teleporter_links_that_multiply_are_refused_in_bounded_time_and_memory() {
+    let dir = TempDir::new("hostile-links");
+    for (depth, fan) in [(4, 10), (1, 2000), (2, 50), (9, 3)] {
+        let (m, took) = world_file(&dir, "links.bin", &link_bomb(depth, fan));
+        assert_refused(&m, took, "the teleporter links would take", Duration::from_secs(5));
+        eprintln!("link bomb {depth}x{fan}: {took:?}, {} KiB", m.max_rss_kib);
+    }
+    // Just under the destination cap: 500 teleporters linked all to all are modelled (a million destinations).
+    let (m, _) = world_file(&dir, "links-ok.bin", &link_bomb(2, 22));
+    assert_eq!(m.out.code, Some(0), "{}", m.describe());
+    assert!(m.out.stdout.contains("teleporter"), "{}", m.describe());
+}
+
+/// Names copied per obstacle: a long instance name nested deep would be repeated in every path below it. The
+/// paths are stored once per expanded instance (shared by its obstacles) and the bytes the names would take
+/// are counted from the group tallies before anything is expanded; past the budget (32 MiB) the world is
+/// refused. On `main` the 273-byte blob took 3.2 GB.
+#[test]
+fn group_instance_names_copied_per_obstacle_are_refused_in_bounded_time_and_memory() {
+    let dir = TempDir::new("hostile-names");
+    for (depth, fan, len) in [(8, 5, 1000), (18, 2, 400), (3, 60, 4000), (31, 1, 100_000)] {
+        let (m, took) = world_file(&dir, "names.bin", &name_bomb(depth, fan, len));
+        assert_refused(&m, took, "bytes of names, over the limit of 33554432", Duration::from_secs(5));
+        eprintln!("name bomb {depth}x{fan}x{len}: {took:?}, {} KiB", m.max_rss_kib);
+    }
+    // Long names over few obstacles are fine.
+    let (m, _) = world_file(&dir, "names-ok.bin", &name_bomb(4, 3, 2000));
+    assert_eq!(m.out.code, Some(0), "{}", m.describe());
+}
