@@ -32,7 +32,9 @@ use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
 mod query;
+mod worker;
 pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
+pub use worker::{JobId, JobPanicked, JobResult};
 
 /// Time allowed for a TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -117,6 +119,16 @@ pub struct Reactor {
     backlog: Vec<Token>,
     scans: Slab<query::ScanConn>,
     scan_out: VecDeque<(ScanId, Instant, crate::query::ScanEvent)>,
+    /// Cache reads and writes and the jobs of [`Reactor::submit`], off the loop.
+    worker: worker::Worker,
+    /// Cache lookups in flight: the session (key and start, so that a reused slot is not answered).
+    lookups: std::collections::HashMap<JobId, (usize, Instant)>,
+    /// Finished jobs of [`Reactor::submit`], for [`Reactor::poll_job`].
+    jobs_done: VecDeque<(JobId, JobResult)>,
+    /// The longest time one turn spent working (not waiting), see [`Reactor::longest_turn`].
+    longest_turn: Duration,
+    /// The time the last turn spent working.
+    last_turn: Duration,
 }
 
 impl Reactor {
@@ -125,6 +137,7 @@ impl Reactor {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         Ok(Reactor {
+            worker: worker::Worker::new(waker.clone()),
             poll,
             events: Events::with_capacity(1024),
             sources: Slab::new(),
@@ -137,12 +150,49 @@ impl Reactor {
             backlog: Vec::new(),
             scans: Slab::new(),
             scan_out: VecDeque::new(),
+            lookups: std::collections::HashMap::new(),
+            jobs_done: VecDeque::new(),
+            longest_turn: Duration::ZERO,
+            last_turn: Duration::ZERO,
         })
     }
 
     /// A waker that interrupts [`Reactor::turn`] from another thread (e.g. a stdin reader).
     pub fn waker(&self) -> Arc<Waker> {
         self.waker.clone()
+    }
+
+    /// Runs `job` on the reactor's worker thread (work whose size a peer controls, such as modelling a world,
+    /// must not run in a turn of the loop). Jobs run one at a time, in order; when one finishes the poll is
+    /// woken and its result waits for [`Reactor::poll_job`].
+    pub fn submit(&mut self, job: impl FnOnce() -> JobResult + Send + 'static) -> JobId {
+        self.worker.submit(job)
+    }
+
+    /// A finished job of [`Reactor::submit`] (a job that panicked gives [`JobPanicked`]).
+    pub fn poll_job(&mut self) -> Option<(JobId, JobResult)> {
+        self.jobs_done.pop_front()
+    }
+
+    /// Jobs on the worker (submitted ones and cache reads and writes) not finished yet.
+    pub fn jobs_pending(&self) -> usize {
+        self.worker.pending()
+    }
+
+    /// The longest time a turn has spent working since the reactor started (or since
+    /// [`Reactor::reset_longest_turn`]): from the end of the wait for readiness to the end of the turn.
+    pub fn longest_turn(&self) -> Duration {
+        self.longest_turn
+    }
+
+    /// The time the last turn spent working.
+    pub fn last_turn(&self) -> Duration {
+        self.last_turn
+    }
+
+    /// Starts [`Reactor::longest_turn`] afresh.
+    pub fn reset_longest_turn(&mut self) {
+        self.longest_turn = Duration::ZERO;
     }
 
     /// Starts a BZFlag session to `server`: a non-blocking connect, then the join.
@@ -226,9 +276,9 @@ impl Reactor {
         self.conns.get(id.0).is_none_or(|c| c.done)
     }
 
-    /// True when every session and every scan is done.
+    /// True when every session and every scan is done, and the worker has nothing left to do.
     pub fn all_done(&self) -> bool {
-        self.conns.iter().all(|(_, c)| c.done) && self.all_scans_done()
+        self.conns.iter().all(|(_, c)| c.done) && self.all_scans_done() && self.worker.pending() == 0
     }
 
     /// Removes a finished (or any) session, closing its sockets.
@@ -303,6 +353,7 @@ impl Reactor {
             }
         }
         let now = Instant::now();
+        self.take_jobs(now);
         let mut ready: Vec<(Token, bool, bool)> =
             self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
         // Sockets whose peer closed: read them to the end (a short read must not stop before the close).
@@ -371,7 +422,27 @@ impl Reactor {
         }
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
+        self.last_turn = now.elapsed();
+        self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())
+    }
+
+    /// Takes the worker's finished jobs: cache lookups go to their sessions, the rest wait for
+    /// [`Reactor::poll_job`].
+    fn take_jobs(&mut self, now: Instant) {
+        while let Some((id, result)) = self.worker.poll_done() {
+            let Some((key, started)) = self.lookups.remove(&id) else {
+                self.jobs_done.push_back((id, result));
+                continue;
+            };
+            let Some(c) = self.conns.get_mut(key).filter(|c| c.started == started && !c.done) else { continue };
+            let blob = result.downcast::<Option<Vec<u8>>>().ok().and_then(|b| *b);
+            if let Some(r) = &mut c.recorder {
+                r.record(Kind::Cache, now, blob.as_deref().unwrap_or_default());
+            }
+            c.session.handle_world_cache(now, blob);
+            self.pump(key, now);
+        }
     }
 
     /// Runs turns until every session is done or `deadline` passes; events stay queued for
@@ -569,18 +640,28 @@ impl Reactor {
             while let Some(req) = c.session.poll_world_request() {
                 progressed = true;
                 match req {
-                    WorldRequest::Lookup { hash } => {
-                        let blob = c.cache.as_ref().and_then(|cache| cache.load(&hash));
-                        if let Some(r) = &mut c.recorder {
-                            r.record(Kind::Cache, now, blob.as_deref().unwrap_or_default());
+                    // The cache is read and written on the worker: a world file is up to 64 MiB.
+                    WorldRequest::Lookup { hash } => match c.cache.clone() {
+                        Some(cache) => {
+                            let id = self.worker.submit(move || Box::new(cache.load(&hash)));
+                            self.lookups.insert(id, (key, c.started));
                         }
-                        c.session.handle_world_cache(now, blob);
-                    }
-                    WorldRequest::Store { hash, blob } => {
-                        if let Some(cache) = &c.cache {
-                            if let Err(e) = cache.store(&hash, &blob) {
-                                warn!(error = %e, "cannot store the world in the cache");
+                        None => {
+                            if let Some(r) = &mut c.recorder {
+                                r.record(Kind::Cache, now, &[]);
                             }
+                            c.session.handle_world_cache(now, None);
+                        }
+                    },
+                    WorldRequest::Store { hash, blob } => {
+                        if let Some(cache) = c.cache.clone() {
+                            let id = self.worker.submit(move || {
+                                if let Err(e) = cache.store(&hash, &blob) {
+                                    warn!(error = %e, "cannot store the world in the cache");
+                                }
+                                Box::new(())
+                            });
+                            self.lookups.insert(id, (usize::MAX, c.started));
                         }
                     }
                 }

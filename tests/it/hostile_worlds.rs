@@ -9,10 +9,16 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use bzhead::bot::{Bot, BotConfig, BotHost, Control, HostConfig, HostEvent, View};
+use bzhead::bzflag::consts::Team;
+use bzhead::bzflag::event::Event;
+use bzhead::bzflag::session::SessionConfig;
 use bzhead::bzflag::world::Envelope;
+use bzhead::reactor::{SessionId, SessionOptions};
 
 use crate::support::peak::{run_measured, Measured};
-use crate::support::{bzhead, TempDir, WAIT};
+use crate::support::standin::{hello, Conn, StandIn};
+use crate::support::{bzhead, Bzfs, TempDir, WAIT};
 
 // ------------------------------------------------------------------ world generators
 
@@ -215,4 +221,102 @@ fn group_instance_names_copied_per_obstacle_are_refused_in_bounded_time_and_memo
     // Long names over few obstacles are fine.
     let (m, _) = world_file(&dir, "names-ok.bin", &name_bomb(4, 3, 2000));
     assert_eq!(m.out.code, Some(0), "{}", m.describe());
+}
+
+/// A stand-in that serves `world` to its first client (the bots' observer link), accepts it and keeps the
+/// connection open for a minute.
+fn world_server(world: Vec<u8>) -> StandIn {
+    StandIn::spawn(move |mut c: Conn| {
+        if !c.read_header() || !c.send(&hello(1)) {
+            return;
+        }
+        if c.accept(&world, 1) {
+            let _ = c.expect(b"ex", Duration::from_secs(60));
+        }
+    })
+}
+
+/// Drives in a circle, so that the server relays its updates to observers.
+struct Circler;
+
+impl Bot for Circler {
+    fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        if view.me.alive() {
+            control.drive(1.0, 0.5);
+        }
+    }
+}
+
+/// Turns `host` until `until` or `done`; returns the observer's updates and the host's ticks in that time.
+fn play(host: &mut BotHost, obs: SessionId, until: Instant, mut done: impl FnMut(&BotHost) -> bool) -> (usize, usize) {
+    let ticks = host.tick_times_us().len();
+    let mut updates = 0;
+    while Instant::now() < until && !done(host) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Session { session, event: Event::Update(_), .. } = e {
+                updates += usize::from(session == obs);
+            }
+        }
+    }
+    (updates, host.tick_times_us().len() - ticks)
+}
+
+/// A world that takes seconds to model arrives for one server of a bot process: the model is built on the
+/// reactor's worker thread, so the bot and the observer on another (real) server in the same process keep their
+/// rates, and no turn of the loop works for long. On `main` the model was built inside the turn: every bot and
+/// observer of the process froze for the whole build (the longest turn was the build time).
+#[test]
+fn a_world_that_takes_seconds_to_model_does_not_stall_the_other_sessions_of_the_process() {
+    // Safety limit for the longest turn: the design bound is 50 ms; a debug build on a loaded machine gets slack.
+    const TURN_LIMIT: Duration = Duration::from_millis(250);
+    let dir = TempDir::new("hostile-stall");
+    let bzfs = Bzfs::builder().world(crate::bots::open_world(&dir, 100)).start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    host.add_bot(bzfs.addr(), BotConfig { callsign: "circler".into(), ..BotConfig::default() }, Box::new(Circler));
+    let config = SessionConfig { callsign: "watcher".into(), team: Team::Observer, ..SessionConfig::default() };
+    let obs = host.reactor().add_session(bzfs.addr(), config, SessionOptions::default()).expect("observer");
+    // Until the circler's updates reach the observer, then a measured window.
+    let warm = Instant::now() + WAIT * 2;
+    let mut first = 0;
+    while Instant::now() < warm && first == 0 {
+        first = play(&mut host, obs, Instant::now() + Duration::from_millis(500), |_| false).0;
+    }
+    assert!(first > 0, "the observer saw no updates of the circler\n{}", bzfs.log());
+    let window = Duration::from_secs(3);
+    let (before_updates, before_ticks) = play(&mut host, obs, Instant::now() + window, |_| false);
+
+    // The slow world: 2,000 boxes placed 250 times, half a million obstacles.
+    let slow = world_server(slow_world(2000, 250));
+    let hostile =
+        host.add_bot(slow.addr(), BotConfig { callsign: "victim".into(), ..BotConfig::default() }, Box::new(Circler));
+    let server = host.server_of(hostile).expect("server");
+    host.reset_longest_turn();
+    let started = Instant::now();
+    let (updates, ticks) =
+        play(&mut host, obs, started + Duration::from_secs(180), |h| h.server_world(server).is_some());
+    let build = started.elapsed();
+    assert!(host.server_world(server).is_some(), "the slow world was not modelled within 180 s");
+    let longest = host.longest_turn();
+    let rate = |n: usize, t: Duration| n as f64 / t.as_secs_f64();
+    eprintln!(
+        "slow world modelled in {build:?}; longest turn {longest:?}; observer updates/s {:.1} before, {:.1} during; \
+         ticks/s {:.1} before, {:.1} during",
+        rate(before_updates, window),
+        rate(updates, build),
+        rate(before_ticks, window),
+        rate(ticks, build)
+    );
+    assert!(longest < TURN_LIMIT, "a turn took {longest:?} while the world was modelled in {build:?}");
+    assert!(build > longest * 4, "the world was modelled too fast ({build:?}) to show anything");
+    assert!(
+        rate(updates, build) >= rate(before_updates, window) * 0.5,
+        "the observer's update rate fell from {before_updates} in {window:?} to {updates} in {build:?}"
+    );
+    assert!(
+        rate(ticks, build) >= rate(before_ticks, window) * 0.5,
+        "the bots' tick rate fell from {before_ticks} in {window:?} to {ticks} in {build:?}"
+    );
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(5));
 }
