@@ -113,6 +113,9 @@ struct ObserveArgs {
     /// World cache directory (default: $BZHEAD_CACHE_DIR, else $XDG_CACHE_HOME/bzhead/worlds).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// Most MiB of worlds the cache keeps; the least recently used are removed beyond it.
+    #[arg(long, value_name = "MIB", default_value_t = bzhead::cache::DEFAULT_MAX_BYTES >> 20)]
+    cache_max_mib: u64,
     /// Seconds allowed from connect to the server's hello.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     hello_timeout: f64,
@@ -189,11 +192,12 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 86_400.0) } else { 86_400.0 })
 }
 
-fn world_cache(no_cache: bool, dir: Option<PathBuf>) -> Option<WorldCache> {
+fn world_cache(no_cache: bool, dir: Option<PathBuf>, max_mib: u64) -> Option<WorldCache> {
     if no_cache {
         return None;
     }
-    dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))
+    let cache = dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))?;
+    Some(cache.with_max_bytes(max_mib.saturating_mul(1 << 20)))
 }
 
 /// The callsign of observer `k` (1-based) of `count`: the name itself when there is one observer, else the name
@@ -267,7 +271,10 @@ fn observe(a: ObserveArgs) -> u8 {
         }
     };
     // The first observer records (if asked); the others only watch.
-    let options = SessionOptions { record: a.record.clone(), cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+    let options = SessionOptions {
+        record: a.record.clone(),
+        cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib),
+    };
     let id = match reactor.add_session(addr, config_for(1), options) {
         Ok(id) => id,
         Err(e) => {
@@ -350,7 +357,8 @@ fn observe(a: ObserveArgs) -> u8 {
         }
         while !left && observers.len() < target && Instant::now() >= next_connect {
             let k = observers.len() as u32 + 1;
-            let options = SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+            let options =
+                SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib) };
             match reactor.add_session(addr, config_for(k), options) {
                 Ok(o) => observers.push(o),
                 Err(e) => {

@@ -320,3 +320,47 @@ fn a_world_that_takes_seconds_to_model_does_not_stall_the_other_sessions_of_the_
     host.leave_all();
     let _ = host.run_until(Instant::now() + Duration::from_secs(5));
 }
+
+/// The world cache: a FIFO planted under the world's name does not hang the session (the file is opened
+/// non-blocking and checked with fstat, on the worker), the world is downloaded instead and stored over it, and
+/// the cache is trimmed to its byte cap (`--cache-max-mib`), least recently used first. On `main` the open of
+/// the FIFO blocked the event loop forever.
+#[test]
+fn a_fifo_in_the_cache_does_not_hang_and_the_cache_keeps_to_its_byte_cap() {
+    let dir = TempDir::new("hostile-cache");
+    let cache_dir = dir.path().join("cache");
+    std::fs::create_dir_all(&cache_dir).unwrap();
+    let world = slow_world(3, 1);
+    let hash = bzhead::cache::md5_hex(&world);
+    let fifo = cache_dir.join(format!("{hash}.bwc"));
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Three old worlds of 600 KiB: with a 1 MiB cap, the two oldest must go once the new world is stored.
+    let cache = bzhead::cache::WorldCache::new(&cache_dir);
+    let mut old = Vec::new();
+    for i in 0..3u8 {
+        let blob = vec![i; 600 * 1024];
+        let p = cache.store(&bzhead::cache::md5_hex(&blob), &blob).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - Duration::from_secs(300 - u64::from(i) * 100)).unwrap();
+        old.push(p);
+    }
+    let s = world_server(world.clone());
+    let a = s.addr().to_string();
+    let c = cache_dir.to_str().unwrap();
+    let start = Instant::now();
+    let m = run_measured(
+        &mut bzhead(["observe", "--json", "--cache-dir", c, "--cache-max-mib", "1", "--for", "2", &a]),
+        WAIT * 3,
+    );
+    let took = start.elapsed();
+    assert!(!m.out.timed_out, "bzhead hung:\n{}", m.describe());
+    assert_eq!(m.out.code, Some(0), "{}", m.describe());
+    assert!(m.out.stdout.contains("\"cached\":false"), "the world should have been downloaded:\n{}", m.describe());
+    assert!(took < WAIT, "took {took:?}");
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(meta.is_file(), "the downloaded world should replace the FIFO");
+    assert_eq!(std::fs::read(&fifo).unwrap(), world);
+    let present: Vec<bool> = old.iter().map(|p| p.exists()).collect();
+    assert_eq!(present, [false, false, true], "the two least recently used worlds should be evicted");
+    eprintln!("FIFO in the cache: {took:?}, {} KiB", m.max_rss_kib);
+}
