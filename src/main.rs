@@ -101,6 +101,9 @@ struct ObserveArgs {
     /// Record every payload both ways, with times, to FILE (replay it with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Most MiB the recording may take; past it recording stops with a message and the session goes on.
+    #[arg(long, value_name = "MIB", default_value_t = bzhead::record::DEFAULT_MAX_RECORD_BYTES >> 20)]
+    record_max_mib: u64,
     /// Do not bring up the UDP link (everything over TCP).
     #[arg(long)]
     no_udp: bool,
@@ -274,6 +277,7 @@ fn observe(a: ObserveArgs) -> u8 {
     let options = SessionOptions {
         record: a.record.clone(),
         cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib),
+        record_max_bytes: Some(a.record_max_mib.saturating_mul(1 << 20)),
     };
     let id = match reactor.add_session(addr, config_for(1), options) {
         Ok(id) => id,
@@ -357,8 +361,11 @@ fn observe(a: ObserveArgs) -> u8 {
         }
         while !left && observers.len() < target && Instant::now() >= next_connect {
             let k = observers.len() as u32 + 1;
-            let options =
-                SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib) };
+            let options = SessionOptions {
+                record: None,
+                cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib),
+                record_max_bytes: None,
+            };
             match reactor.add_session(addr, config_for(k), options) {
                 Ok(o) => observers.push(o),
                 Err(e) => {
@@ -504,7 +511,8 @@ fn replay(a: ReplayArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let (meta, records) = match bzhead::record::read_records(&a.file) {
+    // Streamed: one record at a time, each event printed as it comes.
+    let (meta, records) = match bzhead::record::RecordReader::open(&a.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("bzhead: {}: {e}", a.file.display());
@@ -513,12 +521,18 @@ fn replay(a: ReplayArgs) -> u8 {
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    for (t, ev) in bzhead::record::replay(&meta, &records) {
+    let r = bzhead::record::replay_stream(&meta, records, |t, ev| {
         if filter.allows(&ev) {
             let line = if a.json { json_line(t, &ev) } else { text_line(&ev) };
             let _ = writeln!(out, "{line}");
         }
-    }
+    });
     let _ = out.flush();
-    exit::OK
+    match r {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("bzhead: {}: {e}", a.file.display());
+            exit::USAGE
+        }
+    }
 }

@@ -654,7 +654,7 @@ impl BotHost {
                 name.into()
             }
         });
-        let options = SessionOptions { record, cache: self.config.cache.clone() };
+        let options = SessionOptions { record, cache: self.config.cache.clone(), record_max_bytes: None };
         match self.reactor.add_session(s.addr, config, options) {
             Ok(sid) => {
                 s.eye = Eye::Joining(sid);
@@ -690,7 +690,11 @@ impl BotHost {
         b.pilot.reset();
         b.control = Control::default();
         b.attempts += 1;
-        let options = SessionOptions { record: None, cache: if with_eye { None } else { self.config.cache.clone() } };
+        let options = SessionOptions {
+            record: None,
+            cache: if with_eye { None } else { self.config.cache.clone() },
+            record_max_bytes: None,
+        };
         match self.reactor.add_session(addr, config, options) {
             Ok(sid) => {
                 b.session = Some(sid);

@@ -73,6 +73,9 @@ pub struct SessionOptions {
     pub record: Option<PathBuf>,
     /// Use this world cache (None: no cache).
     pub cache: Option<WorldCache>,
+    /// Cap on the recording's size in bytes (None: [`crate::record::DEFAULT_MAX_RECORD_BYTES`]); past it the
+    /// recording stops with a [`Event::Warning`] and the session goes on.
+    pub record_max_bytes: Option<u64>,
 }
 
 struct Conn {
@@ -203,13 +206,14 @@ impl Reactor {
         options: SessionOptions,
     ) -> io::Result<SessionId> {
         let now = Instant::now();
-        let recorder =
-            match &options.record {
-                Some(p) => Some(Recorder::create(p, &Meta::new(&server.to_string(), &config), now).map_err(|e| {
-                    io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display()))
-                })?),
-                None => None,
-            };
+        let recorder = match &options.record {
+            Some(p) => Some(
+                Recorder::create(p, &Meta::new(&server.to_string(), &config), now)
+                    .map_err(|e| io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display())))?
+                    .with_max_bytes(options.record_max_bytes.unwrap_or(crate::record::DEFAULT_MAX_RECORD_BYTES)),
+            ),
+            None => None,
+        };
         let mut tcp = TcpStream::connect(server)?;
         let _ = tcp.set_nodelay(true);
         let entry = self.conns.vacant_entry();
@@ -684,6 +688,11 @@ impl Reactor {
             }
         }
         let Some(c) = self.conns.get_mut(key) else { return };
+        if let Some(message) = c.recorder.as_mut().and_then(Recorder::take_stopped) {
+            warn!(server = %c.server, "{message}");
+            c.record_error = Some(message.clone());
+            self.out.push_back((SessionId(key), now, Event::Warning { message }));
+        }
         if c.connected {
             flush_tcp(c);
         }

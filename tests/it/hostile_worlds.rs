@@ -17,7 +17,7 @@ use bzhead::bzflag::world::Envelope;
 use bzhead::reactor::{SessionId, SessionOptions};
 
 use crate::support::peak::{run_measured, Measured};
-use crate::support::standin::{hello, Conn, StandIn};
+use crate::support::standin::{hello, server_chat, Conn, StandIn};
 use crate::support::{bzhead, Bzfs, TempDir, WAIT};
 
 // ------------------------------------------------------------------ world generators
@@ -363,4 +363,79 @@ fn a_fifo_in_the_cache_does_not_hang_and_the_cache_keeps_to_its_byte_cap() {
     let present: Vec<bool> = old.iter().map(|p| p.exists()).collect();
     assert_eq!(present, [false, false, true], "the two least recently used worlds should be evicted");
     eprintln!("FIFO in the cache: {took:?}, {} KiB", m.max_rss_kib);
+}
+
+/// `--record` has a size cap (`--record-max-mib`, default 256): a server that sends 3 MiB of chat to an observer
+/// recording with a 1 MiB cap makes the recording stop at the cap with a clear message (a warning event, and a
+/// line on stderr at the end), while the session goes on to its clean leave; the capped file replays up to the
+/// cap. On `main` the recording grew with everything the server sent.
+#[test]
+fn recordings_stop_at_their_size_cap_and_the_session_goes_on() {
+    let dir = TempDir::new("hostile-record");
+    let s = StandIn::spawn(move |mut c: Conn| {
+        if !c.read_header() || !c.send(&hello(1)) || !c.accept(&slow_world(1, 1), 1) {
+            return;
+        }
+        let line = "x".repeat(200);
+        let mut burst = Vec::new();
+        for _ in 0..100 {
+            burst.extend(server_chat(&line));
+        }
+        for _ in 0..150 {
+            if !c.send(&burst) {
+                return;
+            }
+        }
+        let _ = c.expect(b"ex", Duration::from_secs(30));
+    });
+    let rec = dir.path().join("capped.rec");
+    let a = s.addr().to_string();
+    let r = rec.to_str().unwrap();
+    let start = Instant::now();
+    let m = run_measured(
+        &mut bzhead(["observe", "--no-cache", "--json", "--record", r, "--record-max-mib", "1", "--for", "4", &a]),
+        WAIT * 3,
+    );
+    let took = start.elapsed();
+    assert!(!m.out.timed_out, "{}", m.describe());
+    assert_eq!(m.out.code, Some(0), "{}", m.describe());
+    let says = "the recording reached its size cap of 1048576 bytes (1 MiB) and stopped; the session goes on";
+    assert!(m.out.stdout.contains(says), "stdout should say {says:?}:\n{}", m.describe());
+    assert!(m.out.stderr.contains(says), "stderr should say {says:?}:\n{}", m.describe());
+    // The session went on: chat after the cap was still printed, and the leave was clean.
+    let chats = m.out.stdout.lines().filter(|l| l.contains("\"type\":\"chat\"")).count();
+    assert!(chats >= 15_000, "only {chats} chat lines after the cap:\n{}", m.describe());
+    let size = std::fs::metadata(&rec).unwrap().len();
+    assert!(size <= 1 << 20 && size > 1 << 19, "recording of {size} bytes");
+    let replay = run_measured(&mut bzhead(["replay", "--json", r]), WAIT);
+    assert_eq!(replay.out.code, Some(0), "{}", replay.describe());
+    assert!(replay.out.stdout.contains("\"type\":\"chat\""), "{}", replay.describe());
+    eprintln!("capped recording: {size} bytes, {took:?}, {} KiB", m.max_rss_kib);
+}
+
+/// `replay` streams the file: a 160 MiB recording replays in a few MiB (on `main` it was read whole and every
+/// record copied: twice the file's size in memory).
+#[test]
+fn replay_streams_a_large_recording_in_bounded_memory() {
+    const LIMIT_KIB: u64 = 64 * 1024;
+    let dir = TempDir::new("hostile-replay");
+    let path = dir.path().join("big.rec");
+    let meta = bzhead::record::Meta::new("127.0.0.1:5154", &SessionConfig::default());
+    let start = Instant::now();
+    let mut r = bzhead::record::Recorder::create(&path, &meta, start).unwrap().with_max_bytes(u64::MAX);
+    let mut chat = vec![0u8];
+    chat.extend(std::iter::repeat_n(b'y', 64 * 1024));
+    for i in 0..2560u64 {
+        r.record(bzhead::record::Kind::Chat, start + Duration::from_millis(i), &chat);
+    }
+    r.finish().unwrap();
+    drop(r);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 160 << 20);
+    let t = Instant::now();
+    let m = run_measured(&mut bzhead(["replay", "--json", path.to_str().unwrap()]), WAIT * 6);
+    let took = t.elapsed();
+    assert_eq!(m.out.code, Some(0), "{}", m.describe());
+    assert!(m.max_rss_kib < LIMIT_KIB, "replay of {size} bytes peaked at {} KiB", m.max_rss_kib);
+    eprintln!("replay of {size} bytes: {took:?}, {} KiB", m.max_rss_kib);
 }
