@@ -825,8 +825,12 @@ impl BotHost {
                 return;
             }
         }
-        let Some(blob) = session.world_blob() else { return };
-        let blob = blob.to_vec();
+        if session.world_blob().is_none() {
+            return;
+        }
+        // Taken, not copied: the session has no more use for it.
+        let Some(blob) = self.reactor.with_session(sid, |s, _| s.take_world_blob()).flatten() else { return };
+        let s = &mut self.servers[si];
         s.world_building = hash.clone();
         let job = self.reactor.submit(move || {
             let r: Result<Arc<WorldModel>, String> = parse_blob(&blob)

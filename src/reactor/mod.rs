@@ -48,12 +48,22 @@ pub const READ_BUDGET: usize = 8;
 pub const LINGER: Duration = Duration::from_secs(1);
 /// Most datagrams queued for one UDP socket while the kernel buffer is full; older ones are dropped.
 pub const MAX_UDP_QUEUE: usize = 64;
+/// Most sessions fetching a world (from the cache or the server) at once; the others wait their turn before
+/// their cache lookup is answered. With worlds of up to [`crate::bzflag::session::MAX_WORLD_BYTES`] (32 MiB)
+/// this bounds the memory of world downloads to 128 MiB however many sessions run.
+pub const MAX_WORLDS_IN_FLIGHT: usize = 4;
+/// Most bytes of worlds queued for the cache writer; a world stored beyond it is not cached (one copy of each
+/// world waits for the disk, so many sessions bringing new worlds cannot pile them up in memory).
+pub const MAX_PENDING_STORE_BYTES: usize = 64 * 1024 * 1024;
 
 const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 
 /// Identifies a session on a reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionId(pub usize);
+
+/// What a cache store job gives back: the bytes it held.
+struct StoreDone(usize);
 
 /// What a token stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +140,14 @@ pub struct Reactor {
     jobs_done: VecDeque<(JobId, JobResult)>,
     /// The longest time one turn spent working (not waiting), see [`Reactor::longest_turn`].
     longest_turn: Duration,
+    /// Sessions fetching a world (key and start), at most [`MAX_WORLDS_IN_FLIGHT`].
+    worlds_in_flight: Vec<(usize, Instant)>,
+    /// Sessions whose cache lookup waits for a place in `worlds_in_flight`.
+    worlds_waiting: VecDeque<(usize, Instant, String)>,
+    /// True while [`Reactor::admit_worlds`] runs (it pumps sessions, which may call it again).
+    admitting: bool,
+    /// Bytes of worlds queued for the cache writer.
+    pending_store_bytes: usize,
     /// The time the last turn spent working.
     last_turn: Duration,
 }
@@ -157,6 +175,10 @@ impl Reactor {
             jobs_done: VecDeque::new(),
             longest_turn: Duration::ZERO,
             last_turn: Duration::ZERO,
+            worlds_in_flight: Vec::new(),
+            worlds_waiting: VecDeque::new(),
+            admitting: false,
+            pending_store_bytes: 0,
         })
     }
 
@@ -290,6 +312,7 @@ impl Reactor {
         if !self.conns.contains(id.0) {
             return None;
         }
+        self.worlds_in_flight.retain(|&(k, _)| k != id.0);
         let mut c = self.conns.remove(id.0);
         self.close_sockets(&mut c);
         Some(c.session)
@@ -424,11 +447,44 @@ impl Reactor {
         for key in touched {
             self.pump(key, now);
         }
+        if !self.worlds_waiting.is_empty() {
+            self.admit_worlds(now);
+        }
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
         self.last_turn = now.elapsed();
         self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())
+    }
+
+    /// Answers the cache lookups of waiting sessions while fewer than [`MAX_WORLDS_IN_FLIGHT`] fetch a world:
+    /// from the cache on the worker, or a miss at once (the session then downloads).
+    fn admit_worlds(&mut self, now: Instant) {
+        if self.admitting {
+            return;
+        }
+        self.admitting = true;
+        let conns = &self.conns;
+        self.worlds_in_flight.retain(|&(k, t)| conns.get(k).is_some_and(|c| c.started == t && !c.done));
+        while self.worlds_in_flight.len() < MAX_WORLDS_IN_FLIGHT {
+            let Some((key, started, hash)) = self.worlds_waiting.pop_front() else { break };
+            let Some(c) = self.conns.get_mut(key).filter(|c| c.started == started && !c.done) else { continue };
+            self.worlds_in_flight.push((key, started));
+            match c.cache.clone() {
+                Some(cache) => {
+                    let id = self.worker.submit(move || Box::new(cache.load(&hash)));
+                    self.lookups.insert(id, (key, started));
+                }
+                None => {
+                    if let Some(r) = &mut c.recorder {
+                        r.record(Kind::Cache, now, &[]);
+                    }
+                    c.session.handle_world_cache_verified(now, None);
+                    self.pump(key, now);
+                }
+            }
+        }
+        self.admitting = false;
     }
 
     /// Takes the worker's finished jobs: cache lookups go to their sessions, the rest wait for
@@ -439,12 +495,17 @@ impl Reactor {
                 self.jobs_done.push_back((id, result));
                 continue;
             };
+            if let Some(stored) = result.downcast_ref::<StoreDone>() {
+                self.pending_store_bytes = self.pending_store_bytes.saturating_sub(stored.0);
+                continue;
+            }
             let Some(c) = self.conns.get_mut(key).filter(|c| c.started == started && !c.done) else { continue };
             let blob = result.downcast::<Option<Vec<u8>>>().ok().and_then(|b| *b);
             if let Some(r) = &mut c.recorder {
                 r.record(Kind::Cache, now, blob.as_deref().unwrap_or_default());
             }
-            c.session.handle_world_cache(now, blob);
+            // WorldCache::load returned it only if its MD5 is the hash asked for.
+            c.session.handle_world_cache_verified(now, blob);
             self.pump(key, now);
         }
     }
@@ -644,29 +705,24 @@ impl Reactor {
             while let Some(req) = c.session.poll_world_request() {
                 progressed = true;
                 match req {
-                    // The cache is read and written on the worker: a world file is up to 64 MiB.
-                    WorldRequest::Lookup { hash } => match c.cache.clone() {
-                        Some(cache) => {
-                            let id = self.worker.submit(move || Box::new(cache.load(&hash)));
-                            self.lookups.insert(id, (key, c.started));
-                        }
-                        None => {
-                            if let Some(r) = &mut c.recorder {
-                                r.record(Kind::Cache, now, &[]);
-                            }
-                            c.session.handle_world_cache(now, None);
-                        }
-                    },
+                    // Answered when the session's turn comes (see admit_worlds).
+                    WorldRequest::Lookup { hash } => self.worlds_waiting.push_back((key, c.started, hash)),
+                    // The cache is written on the worker: a world file is up to 64 MiB.
                     WorldRequest::Store { hash, blob } => {
-                        if let Some(cache) = c.cache.clone() {
-                            let id = self.worker.submit(move || {
-                                if let Err(e) = cache.store(&hash, &blob) {
-                                    warn!(error = %e, "cannot store the world in the cache");
-                                }
-                                Box::new(())
-                            });
-                            self.lookups.insert(id, (usize::MAX, c.started));
+                        let Some(cache) = c.cache.clone() else { continue };
+                        if self.pending_store_bytes + blob.len() > MAX_PENDING_STORE_BYTES {
+                            debug!(server = %c.server, "the cache writer is behind; this world is not cached");
+                            continue;
                         }
+                        self.pending_store_bytes += blob.len();
+                        let len = blob.len();
+                        let id = self.worker.submit(move || {
+                            if let Err(e) = cache.store(&hash, &blob) {
+                                warn!(error = %e, "cannot store the world in the cache");
+                            }
+                            Box::new(StoreDone(len))
+                        });
+                        self.lookups.insert(id, (usize::MAX, c.started));
                     }
                 }
             }
@@ -674,6 +730,10 @@ impl Reactor {
             let mut owned_events = Vec::new();
             while let Some(e) = c.session.poll_event() {
                 progressed = true;
+                if matches!(e, Event::World { .. } | Event::Closed { .. }) {
+                    // Its world is fetched (or never will be): the next session waiting gets its turn.
+                    self.worlds_in_flight.retain(|&(k, _)| k != key);
+                }
                 if owned {
                     owned_events.push(e);
                 } else {
@@ -686,6 +746,9 @@ impl Reactor {
             if !progressed {
                 break;
             }
+        }
+        if !self.worlds_waiting.is_empty() && self.worlds_in_flight.len() < MAX_WORLDS_IN_FLIGHT {
+            self.admit_worlds(now);
         }
         let Some(c) = self.conns.get_mut(key) else { return };
         if let Some(message) = c.recorder.as_mut().and_then(Recorder::take_stopped) {

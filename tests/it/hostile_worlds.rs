@@ -439,3 +439,81 @@ fn replay_streams_a_large_recording_in_bounded_memory() {
     assert!(m.max_rss_kib < LIMIT_KIB, "replay of {size} bytes peaked at {} KiB", m.max_rss_kib);
     eprintln!("replay of {size} bytes: {took:?}, {} KiB", m.max_rss_kib);
 }
+
+/// A server that hands every connection a new world of `size` bytes (pseudo-random, so nothing shares it):
+/// one thread per connection, each serving the join and waiting for the leave.
+fn new_world_per_session_server(size: usize) -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut base = vec![0u8; size];
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for chunk in base.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+    let base = std::sync::Arc::new(base);
+    std::thread::spawn(move || {
+        for (k, stream) in l.incoming().enumerate() {
+            let Ok(stream) = stream else { return };
+            let base = base.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_nodelay(true);
+                let mut c = Conn::from_stream(stream);
+                let mut world = base.to_vec();
+                world[..8].copy_from_slice(&(k as u64).to_be_bytes());
+                let id = (k % 200) as u8 + 1;
+                if c.read_header() && c.send(&hello(id)) && c.accept(&world, id) {
+                    drop(world);
+                    let _ = c.expect(b"ex", Duration::from_secs(120));
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Many sessions, each handed a new world (8 MiB here, to keep the test short in a debug build; the bound is the
+/// same for 32 MiB, four times larger): at most `MAX_WORLDS_IN_FLIGHT` (4) sessions fetch a world at
+/// once (the others' cache lookups wait their turn), the download buffer is one allocation of the announced
+/// size, and an observer frees its world once verified, so the process stays within the budget it states (4 ×
+/// 32 MiB of worlds in flight) whatever the count. On `main` every session held its world (and a doubling
+/// download buffer and a copy for the cache): see docs/testing.md for the figures.
+#[test]
+fn many_sessions_each_handed_a_new_large_world_stay_within_the_world_budget() {
+    const COUNT: usize = 16;
+    const WORLD: usize = 8 * 1024 * 1024;
+    // 4 worlds in flight of 8 MiB, plus the process itself (a debug build of bzhead observing takes about 10 MiB,
+    // 16 sessions' buffers a few more).
+    const LIMIT_KIB: u64 = (4 * 8 + 64) * 1024;
+    let addr = new_world_per_session_server(WORLD).to_string();
+    let count = COUNT.to_string();
+    let start = Instant::now();
+    let m = run_measured(
+        &mut bzhead([
+            "observe",
+            "--no-cache",
+            "--json",
+            "--count",
+            &count,
+            "--stagger-ms",
+            "0",
+            "--join-timeout",
+            "120",
+            "--idle-timeout",
+            "300",
+            "--for",
+            "40",
+            &addr,
+        ]),
+        Duration::from_secs(300),
+    );
+    let took = start.elapsed();
+    assert!(!m.out.timed_out, "{}", m.describe());
+    assert!(m.out.stdout.contains("\"all_joined\""), "not every observer joined:\n{}", m.describe());
+    assert_eq!(m.out.code, Some(0), "{}", m.describe());
+    assert!(m.max_rss_kib < LIMIT_KIB, "peak memory {} KiB over {LIMIT_KIB} KiB", m.max_rss_kib);
+    eprintln!("{COUNT} sessions x {WORLD} bytes: {took:?}, {} KiB", m.max_rss_kib);
+}
