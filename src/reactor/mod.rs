@@ -12,6 +12,11 @@
 //! and their built-in `bzflag` queries run as query-only sessions here (see the `query` submodule).
 //!
 //! Every input an engine gets can be written to a recording ([`crate::record`]).
+//!
+//! Work whose size a peer controls does not run in a turn: world-cache reads and writes, and the jobs of
+//! [`Reactor::submit`] (the bot host models worlds there), run on one worker thread whose results come back
+//! through the poll (its `mio::Waker`). At most [`MAX_WORLDS_IN_FLIGHT`] sessions fetch a world at once.
+//! [`Reactor::longest_turn`] tells the longest time a turn spent working.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -14,7 +14,11 @@
 //! Hostile worlds are bounded: group nesting ([`ModelLimits::max_depth`], plus the client's own recursion
 //! guard), expanded obstacles and faces ([`ModelLimits`]) and tessellation `divisions`. What the group instances
 //! would expand to is counted before anything is expanded ([`ModelError::WouldExpand`]), so a tiny world of
-//! nested groups claiming a billion obstacles is refused at once, without building a million of them first.
+//! nested groups claiming a billion obstacles is refused at once, without building a million of them first. The
+//! same count covers the bytes of names the expansion makes ([`ModelLimits::max_name_bytes`]: each expanded
+//! instance's path is one shared `Arc<str>`, but a long name nested deep is repeated in every path below it) and
+//! the teleporter links' matching work; the links' destinations are counted before their table is built
+//! ([`ModelError::Links`]).
 
 use std::collections::HashMap;
 use std::fmt;
