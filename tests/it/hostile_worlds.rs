@@ -120,6 +120,14 @@ pub fn link_bomb(depth: usize, fan: usize) -> Vec<u8> {
     nested(depth, fan, "", (0, 1), &[("*", "*")])
 }
 
+/// Links whose patterns are long (`*a*a…*b`, the glob matcher's worst case) over many teleporters: the matching
+/// work grows with links × pattern bytes × face-name bytes.
+pub fn link_pattern_bomb(teles: usize, links: usize, pattern_len: usize) -> Vec<u8> {
+    let pattern: String = "*a".repeat(pattern_len / 2) + "b";
+    let sides: Vec<(&str, &str)> = (0..links).map(|_| (pattern.as_str(), pattern.as_str())).collect();
+    nested(1, teles, "", (0, 1), &sides)
+}
+
 /// Names copied per obstacle: instances called by a `name_len`-byte name, nested `depth` deep, `fan` wide, over
 /// one box each: every obstacle's path is `depth` copies of the name.
 pub fn name_bomb(depth: usize, fan: usize, name_len: usize) -> Vec<u8> {
@@ -138,6 +146,7 @@ pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("world-link-bomb-SYNTHETIC.bin", link_bomb(4, 10)),
         ("world-link-bomb-wide-SYNTHETIC.bin", link_bomb(1, 2000)),
+        ("world-link-pattern-bomb-SYNTHETIC.bin", link_pattern_bomb(1000, 300, 1000)),
         ("world-name-bomb-SYNTHETIC.bin", name_bomb(8, 5, 1000)),
         ("world-name-bomb-deep-SYNTHETIC.bin", name_bomb(18, 2, 400)),
     ]
@@ -197,8 +206,14 @@ fn teleporter_links_that_multiply_are_refused_in_bounded_time_and_memory() {
     let dir = TempDir::new("hostile-links");
     for (depth, fan) in [(4, 10), (1, 2000), (2, 50), (9, 3)] {
         let (m, took) = world_file(&dir, "links.bin", &link_bomb(depth, fan));
-        assert_refused(&m, took, "the teleporter links would take", Duration::from_secs(5));
+        assert_refused(&m, took, "link destinations, over the limit of 1048576", Duration::from_secs(5));
         eprintln!("link bomb {depth}x{fan}: {took:?}, {} KiB", m.max_rss_kib);
+    }
+    // Long patterns: refused from the group tallies, before anything is expanded.
+    for (teles, links, len) in [(1000, 300, 1000), (20_000, 10, 100), (100, 5000, 2000)] {
+        let (m, took) = world_file(&dir, "patterns.bin", &link_pattern_bomb(teles, links, len));
+        assert_refused(&m, took, "steps of link name matching, over the limit of 268435456", Duration::from_secs(5));
+        eprintln!("link pattern bomb {teles}x{links}x{len}: {took:?}, {} KiB", m.max_rss_kib);
     }
     // Just under the destination cap: 500 teleporters linked all to all are modelled (a million destinations).
     let (m, _) = world_file(&dir, "links-ok.bin", &link_bomb(2, 22));
