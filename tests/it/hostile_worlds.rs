@@ -299,7 +299,9 @@ fn a_world_that_takes_seconds_to_model_does_not_stall_the_other_sessions_of_the_
     }
     assert!(first > 0, "the observer saw no updates of the circler\n{}", bzfs.log());
     let window = Duration::from_secs(3);
+    host.reset_longest_turn();
     let (before_updates, before_ticks) = play(&mut host, obs, Instant::now() + window, |_| false);
+    let longest_before = host.longest_turn();
 
     // The slow world: 2,000 boxes placed 250 times, half a million obstacles.
     let slow = world_server(slow_world(2000, 250));
@@ -315,8 +317,8 @@ fn a_world_that_takes_seconds_to_model_does_not_stall_the_other_sessions_of_the_
     let longest = host.longest_turn();
     let rate = |n: usize, t: Duration| n as f64 / t.as_secs_f64();
     eprintln!(
-        "slow world modelled in {build:?}; longest turn {longest:?}; observer updates/s {:.1} before, {:.1} during; \
-         ticks/s {:.1} before, {:.1} during",
+        "slow world modelled in {build:?}; longest turn {longest:?} (before it arrived: {longest_before:?}); \
+         observer updates/s {:.1} before, {:.1} during; ticks/s {:.1} before, {:.1} during",
         rate(before_updates, window),
         rate(updates, build),
         rate(before_ticks, window),
