@@ -215,6 +215,13 @@ fn teleporter_links_that_multiply_are_refused_in_bounded_time_and_memory() {
         assert_refused(&m, took, "steps of link name matching, over the limit of 268435456", Duration::from_secs(5));
         eprintln!("link pattern bomb {teles}x{links}x{len}: {took:?}, {} KiB", m.max_rss_kib);
     }
+    // A bot process facing such a server stops its bots and exits with the world error, saying why.
+    let s = world_server(link_bomb(4, 10));
+    let a = s.addr().to_string();
+    let start = Instant::now();
+    let m = run_measured(&mut bzhead(["bot", "sitter", "--for", "20", &a]), WAIT * 3);
+    assert_refused(&m, start.elapsed(), "the teleporter links would take", WAIT * 2);
+    assert!(m.out.stderr.contains("cannot model the world"), "{}", m.describe());
     // Just under the destination cap: 500 teleporters linked all to all are modelled (a million destinations).
     let (m, _) = world_file(&dir, "links-ok.bin", &link_bomb(2, 22));
     assert_eq!(m.out.code, Some(0), "{}", m.describe());
