@@ -438,7 +438,7 @@ pub fn replay(meta: &Meta, records: &[Record]) -> Vec<(Duration, Event)> {
 /// [`replay`], also returning the session as it ended (its world, variables and roster).
 pub fn replay_session(meta: &Meta, records: &[Record]) -> (Vec<(Duration, Event)>, Session) {
     let mut out = Vec::new();
-    let s = replay_into(meta, records.iter().cloned().map(Ok), |t, e| out.push((t, e))).unwrap_or_else(|(s, _)| s);
+    let (s, _) = replay_into(meta, records.iter().cloned().map(Ok), |t, e| out.push((t, e)));
     (out, s)
 }
 
@@ -450,20 +450,23 @@ pub fn replay_stream(
     records: impl Iterator<Item = Result<Record, RecordError>>,
     on_event: impl FnMut(Duration, Event),
 ) -> Result<(), RecordError> {
-    replay_into(meta, records, on_event).map(drop).map_err(|(_, e)| e)
+    match replay_into(meta, records, on_event) {
+        (_, Some(e)) => Err(e),
+        (_, None) => Ok(()),
+    }
 }
 
 fn replay_into(
     meta: &Meta,
     records: impl Iterator<Item = Result<Record, RecordError>>,
     mut on_event: impl FnMut(Duration, Event),
-) -> Result<Session, (Session, RecordError)> {
+) -> (Session, Option<RecordError>) {
     let base = Instant::now();
     let mut s = Session::new(meta.config());
     for rec in records {
         let rec = match rec {
             Ok(r) => r,
-            Err(e) => return Err((s, e)),
+            Err(e) => return (s, Some(e)),
         };
         let now = base + rec.t;
         match rec.kind {
@@ -489,5 +492,5 @@ fn replay_into(
             on_event(rec.t, e);
         }
     }
-    Ok(s)
+    (s, None)
 }
