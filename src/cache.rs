@@ -10,17 +10,36 @@
 //! reported as a miss, so the caller just downloads again. Stores write a temporary file in the same directory and
 //! rename it into place, so a reader never sees half a file and a crash leaves at worst a stray `*.tmp`.
 //!
-//! This is the only file I/O outside the reactor, and it is called by the driver, never by the sans-IO engine.
+//! The cache holds at most [`WorldCache::max_bytes`] of worlds ([`DEFAULT_MAX_BYTES`] unless changed, `--cache-max-mib`
+//! on the command line): after each store the least recently used worlds (by modification time, which a load
+//! refreshes) are removed until the rest fit. A world larger than the whole cap is not stored.
+//!
+//! Only regular files are read: a file is opened without following a symlink and without blocking
+//! (`O_NONBLOCK | O_NOFOLLOW`, so a FIFO or device planted under a world's name cannot hang the open), then checked
+//! with `fstat` on the open descriptor before a byte is read.
+//!
+//! This is the only file I/O outside the reactor, and it is called by the driver, never by the sans-IO engine;
+//! the reactor calls it on its worker thread, so a slow disk or a 64 MiB file never stalls the event loop.
 //! Hashes are checked to be exactly 32 lowercase hex digits before they become part of a path, so a hostile server
 //! cannot make bzhead read or write outside the cache directory, and files larger than [`MAX_WORLD_FILE`] are
 //! neither read nor written.
 #![forbid(unsafe_code)]
 
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+/// Default cap on the bytes of worlds the cache keeps: 256 MiB (real worlds are a few KiB to a few hundred KiB
+/// compressed, so that is thousands of them).
+pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Most directory entries looked at when evicting (a directory that holds more than this is not the cache's own
+/// doing; the entries beyond are left alone).
+pub const MAX_EVICT_SCAN: usize = 100_000;
 
 /// Largest world blob the cache reads or writes, in bytes (64 MiB).
 pub const MAX_WORLD_FILE: u64 = 64 * 1024 * 1024;
@@ -35,13 +54,25 @@ pub const EXTENSION: &str = "bwc";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorldCache {
     dir: PathBuf,
+    max_bytes: u64,
 }
 
 impl WorldCache {
-    /// A cache in `dir`. Nothing is touched until the first [`load`](Self::load) or [`store`](Self::store); the
-    /// directory is created on the first store.
+    /// A cache in `dir`, holding at most [`DEFAULT_MAX_BYTES`]. Nothing is touched until the first
+    /// [`load`](Self::load) or [`store`](Self::store); the directory is created on the first store.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        WorldCache { dir: dir.into() }
+        WorldCache { dir: dir.into(), max_bytes: DEFAULT_MAX_BYTES }
+    }
+
+    /// This cache with another cap on the bytes of worlds it keeps.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The cap on the bytes of worlds this cache keeps.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The default directory: `$BZHEAD_CACHE_DIR` if set, else `$XDG_CACHE_HOME/bzhead/worlds` (when that is an
@@ -62,12 +93,14 @@ impl WorldCache {
 
     /// The cached blob whose MD5 is `hash_hex`, or `None` on a miss.
     ///
-    /// A miss is: a malformed hash, no such file, an unreadable file, something that is not a regular file, a file
-    /// larger than [`MAX_WORLD_FILE`], or a file whose MD5 differs from its name. Files in the last two cases are
-    /// removed.
+    /// A miss is: a malformed hash, no such file, an unreadable file, something that is not a regular file (a
+    /// symlink, FIFO or device is neither followed nor opened in a way that blocks), a file larger than
+    /// [`MAX_WORLD_FILE`], or a file whose MD5 differs from its name. Files in the last two cases are removed. A
+    /// hit becomes the most recently used world.
     pub fn load(&self, hash_hex: &str) -> Option<Vec<u8>> {
         let path = self.path_for(hash_hex)?;
-        let file = match File::open(&path) {
+        let opened = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(&path);
+        let file = match opened {
             Ok(file) => file,
             Err(e) => {
                 if e.kind() != io::ErrorKind::NotFound {
@@ -76,6 +109,7 @@ impl WorldCache {
                 return None;
             }
         };
+        // fstat on the descriptor: what was opened, not what the name points to now.
         let meta = file.metadata().ok()?;
         if !meta.is_file() {
             tracing::debug!(path = %path.display(), "world cache: not a regular file");
@@ -100,6 +134,11 @@ impl WorldCache {
             self.discard(&path, "MD5 does not match its name");
             return None;
         }
+        // Most recently used: the eviction goes by modification time (access times are often not kept).
+        let touched = OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(&path);
+        if let Err(e) = touched.and_then(|f| f.set_modified(SystemTime::now())) {
+            tracing::debug!(path = %path.display(), error = %e, "world cache: cannot mark as used");
+        }
         Some(blob)
     }
 
@@ -116,6 +155,12 @@ impl WorldCache {
         if blob.len() as u64 > MAX_WORLD_FILE {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "world blob is larger than the cache limit"));
         }
+        if blob.len() as u64 > self.max_bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the world ({} bytes) is larger than the cache's cap of {} bytes", blob.len(), self.max_bytes),
+            ));
+        }
         if md5_hex(blob) != hash_hex {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "world blob does not match its hash"));
         }
@@ -130,7 +175,45 @@ impl WorldCache {
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        result.map(|()| path)
+        let path = result.map(|()| path)?;
+        self.evict(&path);
+        Ok(path)
+    }
+
+    /// Removes the least recently used worlds (oldest modification time first) until the cache's worlds fit in
+    /// [`WorldCache::max_bytes`]; `keep` (the world just stored) is never removed. Only regular `*.bwc` files
+    /// named by a hash count; at most [`MAX_EVICT_SCAN`] entries are looked at. Returns the bytes removed.
+    pub fn evict(&self, keep: &Path) -> u64 {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return 0 };
+        let mut worlds: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+        let mut total = 0u64;
+        for entry in entries.take(MAX_EVICT_SCAN).flatten() {
+            let path = entry.path();
+            let named = path.extension().is_some_and(|e| e == EXTENSION)
+                && path.file_stem().and_then(|s| s.to_str()).is_some_and(is_world_hash);
+            // symlink_metadata: a symlink is not followed (and not counted).
+            let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+            if !named || !meta.is_file() {
+                continue;
+            }
+            total = total.saturating_add(meta.len());
+            if path != keep {
+                worlds.push((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len(), path));
+            }
+        }
+        worlds.sort();
+        let mut removed = 0;
+        for (_, len, path) in worlds {
+            if total <= self.max_bytes {
+                break;
+            }
+            if fs::remove_file(&path).is_ok() {
+                tracing::debug!(path = %path.display(), "world cache: evicted (least recently used)");
+                total = total.saturating_sub(len);
+                removed += len;
+            }
+        }
+        removed
     }
 
     fn discard(&self, path: &Path, why: &str) {
@@ -310,7 +393,7 @@ mod tests {
         let hash = md5_hex(b"whatever");
         let path = cache.path_for(&hash).unwrap();
         // A sparse file just over the limit: no disk space used, and load must not read it.
-        let file = File::create(&path).unwrap();
+        let file = fs::File::create(&path).unwrap();
         file.set_len(MAX_WORLD_FILE + 1).unwrap();
         drop(file);
         assert_eq!(cache.load(&hash), None);
@@ -344,5 +427,65 @@ mod tests {
             Some(PathBuf::from("/h/.cache/bzhead/worlds"))
         );
         assert_eq!(default_dir_from(env(&[])), None);
+    }
+
+    fn set_age(path: &Path, secs_ago: u64) {
+        let f = OpenOptions::new().write(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - std::time::Duration::from_secs(secs_ago)).unwrap();
+    }
+
+    #[test]
+    fn stores_evict_the_least_recently_used_worlds_beyond_the_byte_cap() {
+        let dir = TempDir::new("lru");
+        let worlds: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 1000]).collect();
+        let hashes: Vec<String> = worlds.iter().map(|w| md5_hex(w)).collect();
+        let cache = WorldCache::new(&dir.0).with_max_bytes(3000);
+        for (i, (w, h)) in worlds.iter().zip(&hashes).take(3).enumerate() {
+            let p = cache.store(h, w).unwrap();
+            set_age(&p, 100 - i as u64 * 10); // 0 oldest, 2 newest
+        }
+        // Using world 0 makes it the most recent: world 1 is now the least recently used.
+        assert!(cache.load(&hashes[0]).is_some());
+        cache.store(&hashes[3], &worlds[3]).unwrap();
+        let present: Vec<bool> = hashes.iter().map(|h| cache.path_for(h).unwrap().exists()).collect();
+        assert_eq!(present, [true, false, true, true]);
+        // Stray files, other names and directories are neither counted nor removed.
+        fs::write(dir.0.join("notes.txt"), vec![0u8; 5000]).unwrap();
+        assert_eq!(cache.evict(Path::new("")), 0);
+        assert!(dir.0.join("notes.txt").exists());
+        // A world larger than the whole cap is not stored.
+        let big = vec![9u8; 3001];
+        let e = cache.store(&md5_hex(&big), &big).unwrap_err();
+        assert!(e.to_string().contains("larger than the cache's cap of 3000 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_or_a_symlink_under_a_worlds_name_is_a_miss_at_once() {
+        let dir = TempDir::new("fifo");
+        fs::create_dir_all(&dir.0).unwrap();
+        let cache = WorldCache::new(&dir.0);
+        let h = md5_hex(WORLD);
+        let path = cache.path_for(&h).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(made.success());
+        // A blocking open of a FIFO waits for a writer forever; this one returns at once.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let c = cache.clone();
+        let h2 = h.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(c.load(&h2));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("load of a FIFO blocked");
+        assert_eq!(got, None);
+        fs::remove_file(&path).unwrap();
+        // A symlink to a real world file elsewhere is not followed.
+        let elsewhere = dir.0.join("elsewhere");
+        fs::write(&elsewhere, WORLD).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        assert_eq!(cache.load(&h), None);
+        // /dev/zero planted by name: not a regular file, not read.
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert_eq!(cache.load(&h), None);
     }
 }

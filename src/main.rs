@@ -103,6 +103,9 @@ struct ObserveArgs {
     /// Record every payload both ways, with times, to FILE (replay it with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Most MiB the recording may take; past it recording stops with a message and the session goes on.
+    #[arg(long, value_name = "MIB", default_value_t = bzhead::record::DEFAULT_MAX_RECORD_BYTES >> 20)]
+    record_max_mib: u64,
     /// Do not bring up the UDP link (everything over TCP).
     #[arg(long)]
     no_udp: bool,
@@ -115,6 +118,9 @@ struct ObserveArgs {
     /// World cache directory (default: $BZHEAD_CACHE_DIR, else $XDG_CACHE_HOME/bzhead/worlds).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// Most MiB of worlds the cache keeps; the least recently used are removed beyond it.
+    #[arg(long, value_name = "MIB", default_value_t = bzhead::cache::DEFAULT_MAX_BYTES >> 20)]
+    cache_max_mib: u64,
     /// Seconds allowed from connect to the server's hello.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = bzhead::args::float(0.001, 86_400.0))]
     hello_timeout: f64,
@@ -191,11 +197,12 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 86_400.0) } else { 86_400.0 })
 }
 
-fn world_cache(no_cache: bool, dir: Option<PathBuf>) -> Option<WorldCache> {
+fn world_cache(no_cache: bool, dir: Option<PathBuf>, max_mib: u64) -> Option<WorldCache> {
     if no_cache {
         return None;
     }
-    dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))
+    let cache = dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))?;
+    Some(cache.with_max_bytes(max_mib.saturating_mul(1 << 20)))
 }
 
 /// The callsign of observer `k` (1-based) of `count`: the name itself when there is one observer, else the name
@@ -269,7 +276,11 @@ fn observe(a: ObserveArgs) -> u8 {
         }
     };
     // The first observer records (if asked); the others only watch.
-    let options = SessionOptions { record: a.record.clone(), cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+    let options = SessionOptions {
+        record: a.record.clone(),
+        cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib),
+        record_max_bytes: Some(a.record_max_mib.saturating_mul(1 << 20)),
+    };
     let id = match reactor.add_session(addr, config_for(1), options) {
         Ok(id) => id,
         Err(e) => {
@@ -352,7 +363,11 @@ fn observe(a: ObserveArgs) -> u8 {
         }
         while !left && observers.len() < target && Instant::now() >= next_connect {
             let k = observers.len() as u32 + 1;
-            let options = SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+            let options = SessionOptions {
+                record: None,
+                cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib),
+                record_max_bytes: None,
+            };
             match reactor.add_session(addr, config_for(k), options) {
                 Ok(o) => observers.push(o),
                 Err(e) => {
@@ -367,6 +382,10 @@ fn observe(a: ObserveArgs) -> u8 {
         }
         let mut printed = false;
         while let Some((sid, at, ev)) = reactor.poll_event() {
+            if let Event::World { .. } = ev {
+                // An observer has no use for the world once it is verified: up to 32 MiB per session freed.
+                reactor.with_session(sid, |s, _| drop(s.take_world_blob()));
+            }
             if count > 1 {
                 let k = observers.iter().position(|&o| o == sid).map_or(0, |i| i as u32 + 1);
                 if let (Event::Accept { id: player_id }, true) = (&ev, k > 0) {
@@ -498,7 +517,8 @@ fn replay(a: ReplayArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let (meta, records) = match bzhead::record::read_records(&a.file) {
+    // Streamed: one record at a time, each event printed as it comes.
+    let (meta, records) = match bzhead::record::RecordReader::open(&a.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("bzhead: {}: {e}", a.file.display());
@@ -507,12 +527,18 @@ fn replay(a: ReplayArgs) -> u8 {
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    for (t, ev) in bzhead::record::replay(&meta, &records) {
+    let r = bzhead::record::replay_stream(&meta, records, |t, ev| {
         if filter.allows(&ev) {
             let line = if a.json { json_line(t, &ev) } else { text_line(&ev) };
             let _ = writeln!(out, "{line}");
         }
-    }
+    });
     let _ = out.flush();
-    exit::OK
+    match r {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("bzhead: {}: {e}", a.file.display());
+            exit::USAGE
+        }
+    }
 }

@@ -13,6 +13,12 @@
 //! Kinds: 0 meta (JSON: server address and session configuration), 1 connected, 2 connect failed (text),
 //! 3 TCP in, 4 TCP out, 5 TCP closed, 6 UDP in, 7 UDP out, 8 UDP unavailable (text), 9 cache answer
 //! (empty = miss, else the blob), 10 timeout, 11 leave, 12 chat (u8 destination + text).
+//!
+//! A recording has a size cap ([`DEFAULT_MAX_RECORD_BYTES`], `--record-max-mib`): the record that would go past
+//! it is not written, and recording stops there (the file ends at a whole record, so it replays up to that
+//! point) while the session goes on; [`Recorder::take_stopped`] gives the message once. [`RecordReader`] reads a
+//! recording one record at a time and [`replay_stream`] replays it that way, so a replay holds one record and
+//! the session's state in memory, not the file.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -29,6 +35,10 @@ use crate::bzflag::session::{Session, SessionConfig};
 pub const MAGIC: &[u8; 8] = b"BZHREC01";
 /// The largest record accepted when reading (a world blob fits many times over).
 pub const MAX_RECORD_LEN: usize = 64 * 1024 * 1024;
+/// Default cap on a recording's size: 256 MiB (an hour of a busy 20-player server takes a few tens of MiB).
+pub const DEFAULT_MAX_RECORD_BYTES: u64 = 256 * 1024 * 1024;
+/// Bytes of a record's header (kind, time, length).
+const RECORD_HEAD: u64 = 13;
 
 /// Record kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +175,11 @@ pub struct Recorder {
     out: BufWriter<File>,
     start: Instant,
     error: Option<io::Error>,
+    written: u64,
+    max_bytes: u64,
+    /// Set when the cap stopped the recording; taken once by [`Recorder::take_stopped`].
+    stopped: Option<String>,
+    is_stopped: bool,
 }
 
 impl Recorder {
@@ -172,7 +187,15 @@ impl Recorder {
     pub fn create(path: &Path, meta: &Meta, start: Instant) -> io::Result<Recorder> {
         let mut out = BufWriter::new(File::create(path)?);
         out.write_all(MAGIC)?;
-        let mut r = Recorder { out, start, error: None };
+        let mut r = Recorder {
+            out,
+            start,
+            error: None,
+            written: MAGIC.len() as u64,
+            max_bytes: DEFAULT_MAX_RECORD_BYTES,
+            stopped: None,
+            is_stopped: false,
+        };
         let json = serde_json::to_vec(meta).map_err(io::Error::other)?;
         r.record(Kind::Meta, start, &json);
         if let Some(e) = r.error.take() {
@@ -181,11 +204,39 @@ impl Recorder {
         Ok(r)
     }
 
-    /// Appends one record.
+    /// This recorder with another cap on the file's size (in bytes).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Recorder {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Bytes written so far (header included).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Once, after the size cap stopped the recording: what to tell the user.
+    pub fn take_stopped(&mut self) -> Option<String> {
+        self.stopped.take()
+    }
+
+    /// Appends one record (nothing once the cap was reached or a write failed).
     pub fn record(&mut self, kind: Kind, now: Instant, data: &[u8]) {
-        if self.error.is_some() {
+        if self.error.is_some() || self.is_stopped {
             return;
         }
+        let size = RECORD_HEAD + data.len() as u64;
+        if self.written.saturating_add(size) > self.max_bytes {
+            self.is_stopped = true;
+            self.stopped = Some(format!(
+                "the recording reached its size cap of {} bytes ({} MiB) and stopped; the session goes on                  (--record-max-mib sets the cap)",
+                self.max_bytes,
+                self.max_bytes >> 20
+            ));
+            let _ = self.out.flush();
+            return;
+        }
+        self.written += size;
         let t = now.saturating_duration_since(self.start).as_micros() as u64;
         let mut head = [0u8; 13];
         head[0] = kind as u8;
@@ -251,6 +302,102 @@ pub fn read_records(path: &Path) -> Result<(Meta, Vec<Record>), RecordError> {
     parse_records(&bytes)
 }
 
+/// Reads a recording one record at a time (the meta record first, by [`RecordReader::open`]). A file cut short
+/// at the end ends the records there, as [`read_records`] does.
+#[derive(Debug)]
+pub struct RecordReader<R> {
+    input: R,
+    at: u64,
+    done: bool,
+}
+
+impl RecordReader<io::BufReader<File>> {
+    /// Opens `path` and reads its header and meta record.
+    pub fn open(path: &Path) -> Result<(Meta, RecordReader<io::BufReader<File>>), RecordError> {
+        RecordReader::new(io::BufReader::new(File::open(path)?))
+    }
+}
+
+impl<R: Read> RecordReader<R> {
+    /// Reads the header and the meta record from `input`.
+    pub fn new(mut input: R) -> Result<(Meta, RecordReader<R>), RecordError> {
+        let mut magic = [0u8; 8];
+        if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
+            return Err(RecordError::Format("it does not start with BZHREC01".into()));
+        }
+        let mut r = RecordReader { input, at: 8, done: false };
+        match r.next_raw()? {
+            Some((Kind::Meta, _, data)) => {
+                let meta = serde_json::from_slice::<Meta>(&data)
+                    .map_err(|e| RecordError::Format(format!("bad meta record: {e}")))?;
+                Ok((meta, r))
+            }
+            _ => Err(RecordError::Format("no meta record".into())),
+        }
+    }
+
+    fn next_raw(&mut self) -> Result<Option<(Kind, u64, Vec<u8>)>, RecordError> {
+        if self.done {
+            return Ok(None);
+        }
+        let at = self.at;
+        let mut head = [0u8; RECORD_HEAD as usize];
+        if !read_full(&mut self.input, &mut head)? {
+            self.done = true;
+            return Ok(None);
+        }
+        let [kind, t @ .., l0, l1, l2, l3] = head;
+        let t = u64::from_be_bytes(t);
+        let len = u32::from_be_bytes([l0, l1, l2, l3]) as usize;
+        if len > MAX_RECORD_LEN {
+            self.done = true;
+            return Err(RecordError::Format(format!("record at byte {at} claims {len} bytes")));
+        }
+        let Some(kind) = Kind::from_u8(kind) else {
+            self.done = true;
+            return Err(RecordError::Format(format!("unknown record kind {kind} at byte {at}")));
+        };
+        // Read what is there (a cut file may hold less than the length says), growing as the bytes come.
+        let mut data = Vec::new();
+        (&mut self.input).take(len as u64).read_to_end(&mut data)?;
+        if data.len() < len {
+            self.done = true;
+            return Ok(None);
+        }
+        self.at += RECORD_HEAD + len as u64;
+        Ok(Some((kind, t, data)))
+    }
+}
+
+impl<R: Read> Iterator for RecordReader<R> {
+    type Item = Result<Record, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            return match self.next_raw() {
+                Ok(Some((Kind::Meta, _, _))) => continue,
+                Ok(Some((kind, t, data))) => Some(Ok(Record { kind, t: Duration::from_micros(t), data })),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            };
+        }
+    }
+}
+
+/// Fills `buf`; false when the input ended before the first byte or in the middle (a cut file).
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
 /// [`read_records`] on bytes in memory.
 pub fn parse_records(bytes: &[u8]) -> Result<(Meta, Vec<Record>), RecordError> {
     if bytes.get(..8) != Some(MAGIC.as_slice()) {
@@ -290,10 +437,37 @@ pub fn replay(meta: &Meta, records: &[Record]) -> Vec<(Duration, Event)> {
 
 /// [`replay`], also returning the session as it ended (its world, variables and roster).
 pub fn replay_session(meta: &Meta, records: &[Record]) -> (Vec<(Duration, Event)>, Session) {
+    let mut out = Vec::new();
+    let (s, _) = replay_into(meta, records.iter().cloned().map(Ok), |t, e| out.push((t, e)));
+    (out, s)
+}
+
+/// Replays records as they are read (from a [`RecordReader`]), handing each event to `on_event` as it comes, so
+/// the recording is never held in memory. Stops at the first read error and returns it (the events before it
+/// were handed over).
+pub fn replay_stream(
+    meta: &Meta,
+    records: impl Iterator<Item = Result<Record, RecordError>>,
+    on_event: impl FnMut(Duration, Event),
+) -> Result<(), RecordError> {
+    match replay_into(meta, records, on_event) {
+        (_, Some(e)) => Err(e),
+        (_, None) => Ok(()),
+    }
+}
+
+fn replay_into(
+    meta: &Meta,
+    records: impl Iterator<Item = Result<Record, RecordError>>,
+    mut on_event: impl FnMut(Duration, Event),
+) -> (Session, Option<RecordError>) {
     let base = Instant::now();
     let mut s = Session::new(meta.config());
-    let mut out = Vec::new();
     for rec in records {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => return (s, Some(e)),
+        };
         let now = base + rec.t;
         match rec.kind {
             Kind::Connected => s.handle_connected(now),
@@ -315,8 +489,8 @@ pub fn replay_session(meta: &Meta, records: &[Record]) -> (Vec<(Duration, Event)
         while s.poll_transmit().is_some() {}
         while s.poll_world_request().is_some() {}
         while let Some(e) = s.poll_event() {
-            out.push((rec.t, e));
+            on_event(rec.t, e);
         }
     }
-    (out, s)
+    (s, None)
 }

@@ -55,6 +55,9 @@ pub struct WorldArgs {
     /// World cache directory (default: $BZHEAD_CACHE_DIR, else $XDG_CACHE_HOME/bzhead/worlds).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Most MiB of worlds the cache keeps; the least recently used are removed beyond it (default 256).
+    #[arg(long, value_name = "MIB")]
+    pub cache_max_mib: Option<u64>,
     /// Seconds allowed for connecting and fetching the world.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = crate::args::float(0.001, 86_400.0))]
     pub timeout: f64,
@@ -112,7 +115,14 @@ pub fn run(args: WorldArgs) -> u8 {
             let cache = if args.no_cache {
                 None
             } else {
-                args.cache_dir.clone().map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))
+                args.cache_dir
+                    .clone()
+                    .map(WorldCache::new)
+                    .or_else(|| WorldCache::default_dir().map(WorldCache::new))
+                    .map(|c| match args.cache_max_mib {
+                        Some(mib) => c.with_max_bytes(mib.saturating_mul(1 << 20)),
+                        None => c,
+                    })
             };
             match fetch(addr, cache, secs(args.timeout)) {
                 Ok(f) => (f.blob, f.hash),
@@ -181,7 +191,7 @@ pub fn fetch(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> 
         ..SessionConfig::default()
     };
     let id = reactor
-        .add_session(addr, config, SessionOptions { record: None, cache })
+        .add_session(addr, config, SessionOptions { record: None, cache, record_max_bytes: None })
         .map_err(|e| FetchError { code: exit::CONNECT, message: format!("cannot connect to {addr}: {e}") })?;
     let deadline = Instant::now() + timeout + Duration::from_secs(1);
     let done = reactor.run_until_done(deadline).map_err(|e| protocol(format!("event loop failed: {e}")))?;

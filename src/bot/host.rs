@@ -28,6 +28,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use slab::Slab;
@@ -45,7 +46,7 @@ use crate::bzflag::play::{Physics, Pose, RemoteTank, ShotKind, ShotTracker};
 use crate::bzflag::session::{SessionConfig, SessionEnd};
 use crate::bzflag::world::{parse_blob, WorldModel};
 use crate::cache::WorldCache;
-use crate::reactor::{Reactor, SessionId, SessionOptions};
+use crate::reactor::{JobId, Reactor, SessionId, SessionOptions};
 
 /// How a [`BotHost`] runs its bots.
 #[derive(Debug, Clone)]
@@ -222,8 +223,10 @@ struct ServerSlot {
     eye: Eye,
     eye_callsign: String,
     eye_attempts: u32,
-    world: Option<WorldModel>,
+    world: Option<Arc<WorldModel>>,
     world_hash: Option<String>,
+    /// The hash of the world being modelled for this server on the worker, if any.
+    world_building: Option<String>,
     nav: NavSlot,
     phys: Physics,
     tracker: ShotTracker,
@@ -283,6 +286,13 @@ pub struct BotHost {
     tick_us: VecDeque<u32>,
     /// Worlds that could not be modelled, for [`BotHost::turn`] to report.
     world_failures: VecDeque<String>,
+    /// Worlds being modelled on the reactor's worker: the hash and the servers waiting for it.
+    world_jobs: HashMap<JobId, (Option<String>, Vec<usize>)>,
+    /// Models by world hash, shared by every server that has that world (one build per hash).
+    models: HashMap<String, Weak<WorldModel>>,
+    /// The longest time one turn spent working (the reactor's part and the host's), see
+    /// [`BotHost::longest_turn`].
+    longest_turn: Duration,
 }
 
 /// Tick durations kept for [`BotHost::tick_times_us`].
@@ -314,6 +324,9 @@ impl BotHost {
             leaving: false,
             tick_us: VecDeque::new(),
             world_failures: VecDeque::new(),
+            world_jobs: HashMap::new(),
+            models: HashMap::new(),
+            longest_turn: Duration::ZERO,
         }
     }
 
@@ -340,6 +353,7 @@ impl BotHost {
                     eye_attempts: 0,
                     world: None,
                     world_hash: None,
+                    world_building: None,
                     nav: NavSlot::default(),
                     phys: Physics::default(),
                     tracker: ShotTracker::new(),
@@ -397,7 +411,7 @@ impl BotHost {
 
     /// A server's world model, once known.
     pub fn server_world(&self, server: ServerId) -> Option<&WorldModel> {
-        self.servers.get(server.0)?.world.as_ref()
+        self.servers.get(server.0)?.world.as_deref()
     }
 
     /// A bot's state and counts.
@@ -447,6 +461,19 @@ impl BotHost {
     /// picture of each server.
     pub fn tick_times_us(&self) -> Vec<u32> {
         self.tick_us.iter().copied().collect()
+    }
+
+    /// The longest time one [`BotHost::turn`] has spent working (not waiting for the network): the reactor's
+    /// part (reading, engines, events) and the host's (routing, the tick, the connects). Worlds are modelled
+    /// off the loop, so a world a server sends does not show here.
+    pub fn longest_turn(&self) -> Duration {
+        self.longest_turn
+    }
+
+    /// Starts [`BotHost::longest_turn`] afresh.
+    pub fn reset_longest_turn(&mut self) {
+        self.longest_turn = Duration::ZERO;
+        self.reactor.reset_longest_turn();
     }
 
     /// Seconds since the host started at `at`: the clock of [`View::time`] and of our player updates' timestamps.
@@ -526,7 +553,9 @@ impl BotHost {
             }
         }
         self.reactor.turn(Some(wait))?;
-        self.last_poll = Some(Instant::now());
+        let work_started = Instant::now();
+        self.last_poll = Some(work_started);
+        self.take_worlds();
         self.route_events();
         let now = Instant::now();
         self.start_due(now);
@@ -546,6 +575,8 @@ impl BotHost {
             }
         }
         self.reap();
+        let work = self.reactor.last_turn() + work_started.elapsed();
+        self.longest_turn = self.longest_turn.max(work);
         match self.world_failures.pop_front() {
             Some(reason) => Err(io::Error::new(io::ErrorKind::InvalidData, reason)),
             None => Ok(()),
@@ -623,7 +654,7 @@ impl BotHost {
                 name.into()
             }
         });
-        let options = SessionOptions { record, cache: self.config.cache.clone() };
+        let options = SessionOptions { record, cache: self.config.cache.clone(), record_max_bytes: None };
         match self.reactor.add_session(s.addr, config, options) {
             Ok(sid) => {
                 s.eye = Eye::Joining(sid);
@@ -659,7 +690,11 @@ impl BotHost {
         b.pilot.reset();
         b.control = Control::default();
         b.attempts += 1;
-        let options = SessionOptions { record: None, cache: if with_eye { None } else { self.config.cache.clone() } };
+        let options = SessionOptions {
+            record: None,
+            cache: if with_eye { None } else { self.config.cache.clone() },
+            record_max_bytes: None,
+        };
         match self.reactor.add_session(addr, config, options) {
             Ok(sid) => {
                 b.session = Some(sid);
@@ -768,39 +803,92 @@ impl BotHost {
         }
     }
 
-    /// Models the world `sid` brought for server `si`. A world that cannot be modelled (malformed, or too big
-    /// once its group instances are expanded) leaves nothing to play on: the server's bots stop, its observer
-    /// link leaves, and the next [`BotHost::turn`] reports it.
-    fn load_world(&mut self, si: usize, sid: SessionId, at: Instant) {
+    /// Models the world `sid` brought for server `si`, on the reactor's worker (a world a server sends can take
+    /// seconds to model; no turn of the loop may wait for it). A world whose model exists already (another
+    /// server sent the same hash) is shared; one being modelled is waited for, not modelled twice. The result
+    /// comes back through [`BotHost::take_worlds`].
+    fn load_world(&mut self, si: usize, sid: SessionId, _at: Instant) {
         let Some(session) = self.reactor.session(sid) else { return };
         let hash = session.world_hash().map(str::to_string);
         let s = &mut self.servers[si];
-        if s.world.is_some() && hash.is_some() && s.world_hash == hash {
+        if hash.is_some() && (s.world.is_some() && s.world_hash == hash || s.world_building == hash) {
             return;
         }
-        let Some(blob) = session.world_blob() else { return };
-        match parse_blob(blob)
-            .map_err(|e| e.to_string())
-            .and_then(|db| WorldModel::build(&db).map_err(|e| e.to_string()))
-        {
-            Ok(model) => {
-                s.world = Some(model);
-                s.world_hash = hash;
-                s.nav = NavSlot::default();
-                s.remotes.clear();
-                s.tracker = ShotTracker::new();
-            }
-            Err(e) => {
-                let reason = format!("cannot model the world of {}: {e}", s.addr);
-                warn!(server = %s.addr, error = %e, "cannot model the server's world; its bots stop");
-                if let Eye::Joined(eye) | Eye::Joining(eye) = s.eye {
-                    self.reactor.leave(eye);
-                }
-                s.eye = Eye::Off;
-                self.stop_server_bots(si, at, &reason);
-                self.world_failures.push_back(reason);
+        if let Some(model) = hash.as_ref().and_then(|h| self.models.get(h)).and_then(Weak::upgrade) {
+            Self::install_world(s, model, hash);
+            return;
+        }
+        if let Some(h) = &hash {
+            if let Some((_, waiting)) = self.world_jobs.values_mut().find(|(jh, _)| jh.as_ref() == Some(h)) {
+                waiting.push(si);
+                s.world_building = hash;
+                return;
             }
         }
+        if session.world_blob().is_none() {
+            return;
+        }
+        // Taken, not copied: the session has no more use for it.
+        let Some(blob) = self.reactor.with_session(sid, |s, _| s.take_world_blob()).flatten() else { return };
+        let s = &mut self.servers[si];
+        s.world_building = hash.clone();
+        let job = self.reactor.submit(move || {
+            let r: Result<Arc<WorldModel>, String> = parse_blob(&blob)
+                .map_err(|e| e.to_string())
+                .and_then(|db| WorldModel::build(&db).map(Arc::new).map_err(|e| e.to_string()));
+            Box::new(r)
+        });
+        self.world_jobs.insert(job, (hash, vec![si]));
+    }
+
+    /// Takes the models the worker finished and gives them to the servers waiting for them. A world that cannot
+    /// be modelled (malformed, or too big once its group instances are expanded) leaves nothing to play on: the
+    /// server's bots stop, its observer link leaves, and the next [`BotHost::turn`] reports it.
+    fn take_worlds(&mut self) {
+        while let Some((id, result)) = self.reactor.poll_job() {
+            let Some((hash, waiting)) = self.world_jobs.remove(&id) else {
+                debug!(job = id.0, "a job of the reactor's worker that is not the host's; dropped");
+                continue;
+            };
+            let at = Instant::now();
+            let result = match result.downcast::<Result<Arc<WorldModel>, String>>() {
+                Ok(r) => *r,
+                Err(_) => Err("modelling the world failed (a bug: the model builder panicked)".to_string()),
+            };
+            self.models.retain(|_, w| w.strong_count() > 0);
+            if let (Ok(model), Some(h)) = (&result, &hash) {
+                self.models.insert(h.clone(), Arc::downgrade(model));
+            }
+            for si in waiting {
+                let s = &mut self.servers[si];
+                if s.world_building != hash {
+                    continue; // the server has moved on to another world since
+                }
+                s.world_building = None;
+                match &result {
+                    Ok(model) => Self::install_world(s, model.clone(), hash.clone()),
+                    Err(e) => {
+                        let reason = format!("cannot model the world of {}: {e}", s.addr);
+                        warn!(server = %s.addr, error = %e, "cannot model the server's world; its bots stop");
+                        if let Eye::Joined(eye) | Eye::Joining(eye) = s.eye {
+                            self.reactor.leave(eye);
+                        }
+                        s.eye = Eye::Off;
+                        self.stop_server_bots(si, at, &reason);
+                        self.world_failures.push_back(reason);
+                    }
+                }
+            }
+        }
+    }
+
+    fn install_world(s: &mut ServerSlot, model: Arc<WorldModel>, hash: Option<String>) {
+        s.world = Some(model);
+        s.world_hash = hash;
+        s.world_building = None;
+        s.nav = NavSlot::default();
+        s.remotes.clear();
+        s.tracker = ShotTracker::new();
     }
 
     /// Stops every bot of server `si` that is still playing or trying to, for `reason`.
@@ -1029,7 +1117,7 @@ impl BotHost {
     fn tick_server(&mut self, si: usize, source: Option<SessionId>, now: Instant, clock: f32) {
         let Some(game) = source.and_then(|sid| self.reactor.session(sid)).map(|s| s.game()) else { return };
         let s = &mut self.servers[si];
-        let Some(world) = s.world.as_ref() else { return };
+        let Some(world) = s.world.as_deref() else { return };
         s.phys = Physics::new(&game.vars, game.settings.as_ref());
         let phys = &s.phys;
         s.tracker.sync(&game.shots, phys, Some(world));

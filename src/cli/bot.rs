@@ -285,6 +285,7 @@ fn tick_stats(host: &BotHost) {
         p(0.99),
         t[t.len() - 1]
     );
+    eprintln!("bzhead: longest event-loop turn: {} µs", host.longest_turn().as_micros());
 }
 
 fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {

@@ -12,6 +12,11 @@
 //! and their built-in `bzflag` queries run as query-only sessions here (see the `query` submodule).
 //!
 //! Every input an engine gets can be written to a recording ([`crate::record`]).
+//!
+//! Work whose size a peer controls does not run in a turn: world-cache reads and writes, and the jobs of
+//! [`Reactor::submit`] (the bot host models worlds there), run on one worker thread whose results come back
+//! through the poll (its `mio::Waker`). At most [`MAX_WORLDS_IN_FLIGHT`] sessions fetch a world at once.
+//! [`Reactor::longest_turn`] tells the longest time a turn spent working.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -32,7 +37,9 @@ use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
 mod query;
+mod worker;
 pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
+pub use worker::{JobId, JobPanicked, JobResult};
 
 /// Time allowed for a TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,12 +53,22 @@ pub const READ_BUDGET: usize = 8;
 pub const LINGER: Duration = Duration::from_secs(1);
 /// Most datagrams queued for one UDP socket while the kernel buffer is full; older ones are dropped.
 pub const MAX_UDP_QUEUE: usize = 64;
+/// Most sessions fetching a world (from the cache or the server) at once; the others wait their turn before
+/// their cache lookup is answered. With worlds of up to [`crate::bzflag::session::MAX_WORLD_BYTES`] (32 MiB)
+/// this bounds the memory of world downloads to 128 MiB however many sessions run.
+pub const MAX_WORLDS_IN_FLIGHT: usize = 4;
+/// Most bytes of worlds queued for the cache writer; a world stored beyond it is not cached (one copy of each
+/// world waits for the disk, so many sessions bringing new worlds cannot pile them up in memory).
+pub const MAX_PENDING_STORE_BYTES: usize = 64 * 1024 * 1024;
 
 const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 
 /// Identifies a session on a reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionId(pub usize);
+
+/// What a cache store job gives back: the bytes it held.
+struct StoreDone(usize);
 
 /// What a token stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +88,9 @@ pub struct SessionOptions {
     pub record: Option<PathBuf>,
     /// Use this world cache (None: no cache).
     pub cache: Option<WorldCache>,
+    /// Cap on the recording's size in bytes (None: [`crate::record::DEFAULT_MAX_RECORD_BYTES`]); past it the
+    /// recording stops with a [`Event::Warning`] and the session goes on.
+    pub record_max_bytes: Option<u64>,
 }
 
 struct Conn {
@@ -117,6 +137,24 @@ pub struct Reactor {
     backlog: Vec<Token>,
     scans: Slab<query::ScanConn>,
     scan_out: VecDeque<(ScanId, Instant, crate::query::ScanEvent)>,
+    /// Cache reads and writes and the jobs of [`Reactor::submit`], off the loop.
+    worker: worker::Worker,
+    /// Cache lookups in flight: the session (key and start, so that a reused slot is not answered).
+    lookups: std::collections::HashMap<JobId, (usize, Instant)>,
+    /// Finished jobs of [`Reactor::submit`], for [`Reactor::poll_job`].
+    jobs_done: VecDeque<(JobId, JobResult)>,
+    /// The longest time one turn spent working (not waiting), see [`Reactor::longest_turn`].
+    longest_turn: Duration,
+    /// Sessions fetching a world (key and start), at most [`MAX_WORLDS_IN_FLIGHT`].
+    worlds_in_flight: Vec<(usize, Instant)>,
+    /// Sessions whose cache lookup waits for a place in `worlds_in_flight`.
+    worlds_waiting: VecDeque<(usize, Instant, String)>,
+    /// True while [`Reactor::admit_worlds`] runs (it pumps sessions, which may call it again).
+    admitting: bool,
+    /// Bytes of worlds queued for the cache writer.
+    pending_store_bytes: usize,
+    /// The time the last turn spent working.
+    last_turn: Duration,
 }
 
 impl Reactor {
@@ -125,6 +163,7 @@ impl Reactor {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         Ok(Reactor {
+            worker: worker::Worker::new(waker.clone()),
             poll,
             events: Events::with_capacity(1024),
             sources: Slab::new(),
@@ -137,12 +176,53 @@ impl Reactor {
             backlog: Vec::new(),
             scans: Slab::new(),
             scan_out: VecDeque::new(),
+            lookups: std::collections::HashMap::new(),
+            jobs_done: VecDeque::new(),
+            longest_turn: Duration::ZERO,
+            last_turn: Duration::ZERO,
+            worlds_in_flight: Vec::new(),
+            worlds_waiting: VecDeque::new(),
+            admitting: false,
+            pending_store_bytes: 0,
         })
     }
 
     /// A waker that interrupts [`Reactor::turn`] from another thread (e.g. a stdin reader).
     pub fn waker(&self) -> Arc<Waker> {
         self.waker.clone()
+    }
+
+    /// Runs `job` on the reactor's worker thread (work whose size a peer controls, such as modelling a world,
+    /// must not run in a turn of the loop). Jobs run one at a time, in order; when one finishes the poll is
+    /// woken and its result waits for [`Reactor::poll_job`].
+    pub fn submit(&mut self, job: impl FnOnce() -> JobResult + Send + 'static) -> JobId {
+        self.worker.submit(job)
+    }
+
+    /// A finished job of [`Reactor::submit`] (a job that panicked gives [`JobPanicked`]).
+    pub fn poll_job(&mut self) -> Option<(JobId, JobResult)> {
+        self.jobs_done.pop_front()
+    }
+
+    /// Jobs on the worker (submitted ones and cache reads and writes) not finished yet.
+    pub fn jobs_pending(&self) -> usize {
+        self.worker.pending()
+    }
+
+    /// The longest time a turn has spent working since the reactor started (or since
+    /// [`Reactor::reset_longest_turn`]): from the end of the wait for readiness to the end of the turn.
+    pub fn longest_turn(&self) -> Duration {
+        self.longest_turn
+    }
+
+    /// The time the last turn spent working.
+    pub fn last_turn(&self) -> Duration {
+        self.last_turn
+    }
+
+    /// Starts [`Reactor::longest_turn`] afresh.
+    pub fn reset_longest_turn(&mut self) {
+        self.longest_turn = Duration::ZERO;
     }
 
     /// Starts a BZFlag session to `server`: a non-blocking connect, then the join.
@@ -153,13 +233,14 @@ impl Reactor {
         options: SessionOptions,
     ) -> io::Result<SessionId> {
         let now = Instant::now();
-        let recorder =
-            match &options.record {
-                Some(p) => Some(Recorder::create(p, &Meta::new(&server.to_string(), &config), now).map_err(|e| {
-                    io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display()))
-                })?),
-                None => None,
-            };
+        let recorder = match &options.record {
+            Some(p) => Some(
+                Recorder::create(p, &Meta::new(&server.to_string(), &config), now)
+                    .map_err(|e| io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display())))?
+                    .with_max_bytes(options.record_max_bytes.unwrap_or(crate::record::DEFAULT_MAX_RECORD_BYTES)),
+            ),
+            None => None,
+        };
         let mut tcp = TcpStream::connect(server)?;
         let _ = tcp.set_nodelay(true);
         let entry = self.conns.vacant_entry();
@@ -226,9 +307,9 @@ impl Reactor {
         self.conns.get(id.0).is_none_or(|c| c.done)
     }
 
-    /// True when every session and every scan is done.
+    /// True when every session and every scan is done, and the worker has nothing left to do.
     pub fn all_done(&self) -> bool {
-        self.conns.iter().all(|(_, c)| c.done) && self.all_scans_done()
+        self.conns.iter().all(|(_, c)| c.done) && self.all_scans_done() && self.worker.pending() == 0
     }
 
     /// Removes a finished (or any) session, closing its sockets.
@@ -236,6 +317,7 @@ impl Reactor {
         if !self.conns.contains(id.0) {
             return None;
         }
+        self.worlds_in_flight.retain(|&(k, _)| k != id.0);
         let mut c = self.conns.remove(id.0);
         self.close_sockets(&mut c);
         Some(c.session)
@@ -303,6 +385,7 @@ impl Reactor {
             }
         }
         let now = Instant::now();
+        self.take_jobs(now);
         let mut ready: Vec<(Token, bool, bool)> =
             self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
         // Sockets whose peer closed: read them to the end (a short read must not stop before the close).
@@ -369,9 +452,67 @@ impl Reactor {
         for key in touched {
             self.pump(key, now);
         }
+        if !self.worlds_waiting.is_empty() {
+            self.admit_worlds(now);
+        }
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
+        self.last_turn = now.elapsed();
+        self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())
+    }
+
+    /// Answers the cache lookups of waiting sessions while fewer than [`MAX_WORLDS_IN_FLIGHT`] fetch a world:
+    /// from the cache on the worker, or a miss at once (the session then downloads).
+    fn admit_worlds(&mut self, now: Instant) {
+        if self.admitting {
+            return;
+        }
+        self.admitting = true;
+        let conns = &self.conns;
+        self.worlds_in_flight.retain(|&(k, t)| conns.get(k).is_some_and(|c| c.started == t && !c.done));
+        while self.worlds_in_flight.len() < MAX_WORLDS_IN_FLIGHT {
+            let Some((key, started, hash)) = self.worlds_waiting.pop_front() else { break };
+            let Some(c) = self.conns.get_mut(key).filter(|c| c.started == started && !c.done) else { continue };
+            self.worlds_in_flight.push((key, started));
+            match c.cache.clone() {
+                Some(cache) => {
+                    let id = self.worker.submit(move || Box::new(cache.load(&hash)));
+                    self.lookups.insert(id, (key, started));
+                }
+                None => {
+                    if let Some(r) = &mut c.recorder {
+                        r.record(Kind::Cache, now, &[]);
+                    }
+                    c.session.handle_world_cache_verified(now, None);
+                    self.pump(key, now);
+                }
+            }
+        }
+        self.admitting = false;
+    }
+
+    /// Takes the worker's finished jobs: cache lookups go to their sessions, the rest wait for
+    /// [`Reactor::poll_job`].
+    fn take_jobs(&mut self, now: Instant) {
+        while let Some((id, result)) = self.worker.poll_done() {
+            let Some((key, started)) = self.lookups.remove(&id) else {
+                self.jobs_done.push_back((id, result));
+                continue;
+            };
+            if let Some(stored) = result.downcast_ref::<StoreDone>() {
+                self.pending_store_bytes = self.pending_store_bytes.saturating_sub(stored.0);
+                continue;
+            }
+            let Some(c) = self.conns.get_mut(key).filter(|c| c.started == started && !c.done) else { continue };
+            let blob = result.downcast::<Option<Vec<u8>>>().ok().and_then(|b| *b);
+            if let Some(r) = &mut c.recorder {
+                r.record(Kind::Cache, now, blob.as_deref().unwrap_or_default());
+            }
+            // WorldCache::load returned it only if its MD5 is the hash asked for.
+            c.session.handle_world_cache_verified(now, blob);
+            self.pump(key, now);
+        }
     }
 
     /// Runs turns until every session is done or `deadline` passes; events stay queued for
@@ -569,19 +710,24 @@ impl Reactor {
             while let Some(req) = c.session.poll_world_request() {
                 progressed = true;
                 match req {
-                    WorldRequest::Lookup { hash } => {
-                        let blob = c.cache.as_ref().and_then(|cache| cache.load(&hash));
-                        if let Some(r) = &mut c.recorder {
-                            r.record(Kind::Cache, now, blob.as_deref().unwrap_or_default());
-                        }
-                        c.session.handle_world_cache(now, blob);
-                    }
+                    // Answered when the session's turn comes (see admit_worlds).
+                    WorldRequest::Lookup { hash } => self.worlds_waiting.push_back((key, c.started, hash)),
+                    // The cache is written on the worker: a world file is up to 64 MiB.
                     WorldRequest::Store { hash, blob } => {
-                        if let Some(cache) = &c.cache {
+                        let Some(cache) = c.cache.clone() else { continue };
+                        if self.pending_store_bytes + blob.len() > MAX_PENDING_STORE_BYTES {
+                            debug!(server = %c.server, "the cache writer is behind; this world is not cached");
+                            continue;
+                        }
+                        self.pending_store_bytes += blob.len();
+                        let len = blob.len();
+                        let id = self.worker.submit(move || {
                             if let Err(e) = cache.store(&hash, &blob) {
                                 warn!(error = %e, "cannot store the world in the cache");
                             }
-                        }
+                            Box::new(StoreDone(len))
+                        });
+                        self.lookups.insert(id, (usize::MAX, c.started));
                     }
                 }
             }
@@ -589,6 +735,10 @@ impl Reactor {
             let mut owned_events = Vec::new();
             while let Some(e) = c.session.poll_event() {
                 progressed = true;
+                if matches!(e, Event::World { .. } | Event::Closed { .. }) {
+                    // Its world is fetched (or never will be): the next session waiting gets its turn.
+                    self.worlds_in_flight.retain(|&(k, _)| k != key);
+                }
                 if owned {
                     owned_events.push(e);
                 } else {
@@ -602,7 +752,15 @@ impl Reactor {
                 break;
             }
         }
+        if !self.worlds_waiting.is_empty() && self.worlds_in_flight.len() < MAX_WORLDS_IN_FLIGHT {
+            self.admit_worlds(now);
+        }
         let Some(c) = self.conns.get_mut(key) else { return };
+        if let Some(message) = c.recorder.as_mut().and_then(Recorder::take_stopped) {
+            warn!(server = %c.server, "{message}");
+            c.record_error = Some(message.clone());
+            self.out.push_back((SessionId(key), now, Event::Warning { message }));
+        }
         if c.connected {
             flush_tcp(c);
         }

@@ -14,6 +14,7 @@ mod harness;
 mod hostile;
 mod install;
 mod hostile_scan;
+mod hostile_worlds;
 mod observe;
 mod play;
 mod query_demux;

@@ -362,7 +362,7 @@ fn groups_world_from_a_real_bzfs() {
         .obstacles
         .iter()
         .filter(|o| o.kind == ObstacleKind::Box && (o.size.x - 3.0).abs() < 1e-3)
-        .map(|o| (o.path.as_str(), o.pos))
+        .map(|o| (&*o.path, o.pos))
         .collect();
     let paths: Vec<&str> = huts.iter().map(|h| h.0).collect();
     assert_eq!(paths, ["/village/0:/hut/0:", "/village/0:east:", "north:/hut/0:", "north:east:", "/hut/0:", "/hut/1:"]);

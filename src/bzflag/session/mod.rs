@@ -275,6 +275,9 @@ pub struct Session {
     world_requests: VecDeque<WorldRequest>,
     world_hash: Option<String>,
     world: Vec<u8>,
+    /// MD5 of the download so far, updated chunk by chunk (hashing a 32 MiB world at the end would stall the
+    /// turn that brings its last chunk).
+    world_md5: Md5,
     world_total: Option<usize>,
     world_blob: Option<Vec<u8>>,
     last_server_text: Option<String>,
@@ -312,6 +315,7 @@ impl Session {
             world_requests: VecDeque::new(),
             world_hash: None,
             world: Vec::new(),
+            world_md5: Md5::new(),
             world_total: None,
             world_blob: None,
             last_server_text: None,
@@ -356,6 +360,11 @@ impl Session {
     /// The verified world blob (downloaded or from the cache), once we have it.
     pub fn world_blob(&self) -> Option<&[u8]> {
         self.world_blob.as_deref()
+    }
+    /// Takes the verified world blob out of the session (a driver that has no more use for it frees up to
+    /// 32 MiB per session; [`Session::world_blob`] is `None` afterwards).
+    pub fn take_world_blob(&mut self) -> Option<Vec<u8>> {
+        self.world_blob.take()
     }
     /// The world hash (32 hex digits) the server announced.
     pub fn world_hash(&self) -> Option<&str> {
@@ -474,14 +483,24 @@ impl Session {
         }
     }
 
-    /// The answer to a [`WorldRequest::Lookup`]: the cached blob, or `None`.
+    /// The answer to a [`WorldRequest::Lookup`]: the cached blob, or `None`. The blob's MD5 is checked against
+    /// the announced hash (a mismatch is a miss).
     pub fn handle_world_cache(&mut self, now: Instant, blob: Option<Vec<u8>>) {
+        let hash = self.world_hash.clone().unwrap_or_default();
+        let blob = blob.filter(|b| md5_hex(b) == hash);
+        self.handle_world_cache_verified(now, blob);
+    }
+
+    /// [`Session::handle_world_cache`] from a driver that has already checked that the blob's MD5 is the hash of
+    /// the [`WorldRequest::Lookup`] (as [`crate::cache::WorldCache::load`] does, off the event loop): the engine
+    /// does not hash it again.
+    pub fn handle_world_cache_verified(&mut self, now: Instant, blob: Option<Vec<u8>>) {
         if self.state != State::AwaitCache {
             return;
         }
         let hash = self.world_hash.clone().unwrap_or_default();
         match blob {
-            Some(b) if md5_hex(&b) == hash => {
+            Some(b) => {
                 self.events.push_back(Event::World { hash: hash.clone(), bytes: b.len(), cached: true });
                 self.world_blob = Some(b);
                 self.send_enter(now);
@@ -1147,6 +1166,9 @@ impl Session {
             return;
         }
         let offset = self.world.len();
+        if offset == 0 {
+            self.world_md5 = Md5::new();
+        }
         // bytesLeft = total − offset (this chunk included) for every chunk but the last, where it is 0.
         if bytes_left != 0 {
             let total = offset.saturating_add(bytes_left as usize);
@@ -1162,6 +1184,11 @@ impl Session {
                 )));
                 return;
             }
+            if self.world_total.is_none() || offset == 0 {
+                // One allocation of the announced size (pages are only touched as chunks arrive) instead of a
+                // doubling buffer that would end at twice the world's size.
+                self.world.reserve_exact(total.saturating_sub(offset));
+            }
             self.world_total = Some(total);
         }
         if offset + data.len() > MAX_WORLD_BYTES {
@@ -1169,12 +1196,13 @@ impl Session {
             return;
         }
         self.world.extend_from_slice(&data);
+        self.world_md5.update(&data);
         if bytes_left != 0 {
             self.send_tcp(&ClientMsg::GetWorld { offset: self.world.len() as u32 });
             return;
         }
         let blob = std::mem::take(&mut self.world);
-        let got = md5_hex(&blob);
+        let got = hex_digest(&std::mem::take(&mut self.world_md5).finalize());
         if let Some(h) = &self.world_hash {
             if &got != h {
                 self.close(SessionEnd::Protocol(format!(
@@ -1204,8 +1232,11 @@ pub fn team_of_flag(a: Abbv) -> Option<Team> {
 
 /// MD5 of `bytes` as 32 lower-case hex digits (the form of a world hash).
 pub fn md5_hex(bytes: &[u8]) -> String {
+    hex_digest(&Md5::digest(bytes))
+}
+
+fn hex_digest(digest: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Md5::digest(bytes);
     let mut out = String::with_capacity(32);
     for byte in digest.iter() {
         out.push(char::from(HEX[usize::from(byte >> 4)]));

@@ -29,37 +29,113 @@ pub struct LinkTable {
     pub broken: Vec<usize>,
 }
 
+/// The most name-matching work [`LinkTable::resolve`] takes on: the sum over links of (pattern bytes) × (face
+/// name bytes), the worst case of the glob matcher. The 2.4 client matches every link side against every face, so
+/// a world with many teleporters and many links makes this grow with their product; real worlds stay below a
+/// few million.
+pub const MAX_LINK_MATCH_WORK: u64 = 1 << 28;
+
+/// The most destinations the link table may hold before duplicates are dropped (each takes 4 bytes): the sum over
+/// links of (faces matched by `from`) × (faces matched by `to`). One `*` to `*` link over 512 teleporters makes a
+/// million; real worlds name their links and hold a few hundred.
+pub const MAX_LINK_TARGETS: u64 = 1 << 20;
+
+/// Why the links could not be resolved: they would take more work or memory than allowed. Counted before the
+/// work is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkLimitError {
+    /// What there would be too much of: "steps of link name matching" or "link destinations".
+    pub what: &'static str,
+    /// How much there would be (saturated at `u64::MAX`).
+    pub count: u64,
+    /// The cap.
+    pub limit: u64,
+}
+
+impl std::fmt::Display for LinkLimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the teleporter links would take {} {}, over the limit of {}", self.count, self.what, self.limit)
+    }
+}
+
+impl std::error::Error for LinkLimitError {}
+
+/// The worst-case matching work of `links` against faces whose names take `face_bytes` in all (each face's name
+/// plus its `:f`/`:b`), as [`MAX_LINK_MATCH_WORK`] counts it.
+pub fn match_work(links: &[Link], face_bytes: u64) -> u64 {
+    let pattern_bytes =
+        links.iter().fold(0u64, |acc, l| acc.saturating_add(l.from.len() as u64 + l.to.len() as u64 + 2));
+    pattern_bytes.saturating_mul(face_bytes)
+}
+
+/// The bytes of every face name of teleporters called `names` (`name:f` and `name:b`).
+pub fn face_bytes(names: &[String]) -> u64 {
+    names.iter().fold(0u64, |acc, n| acc.saturating_add(2 * (n.len() as u64 + 2)))
+}
+
 impl LinkTable {
-    /// Resolves `links` against teleporter names in final order.
-    pub fn resolve(links: &[Link], names: &[String]) -> LinkTable {
+    /// Resolves `links` against teleporter names in final order, within [`MAX_LINK_MATCH_WORK`] and
+    /// [`MAX_LINK_TARGETS`].
+    pub fn resolve(links: &[Link], names: &[String]) -> Result<LinkTable, LinkLimitError> {
+        LinkTable::resolve_within(links, names, MAX_LINK_MATCH_WORK, MAX_LINK_TARGETS)
+    }
+
+    /// [`LinkTable::resolve`] with other caps: the matching work is counted before any name is matched, the
+    /// destinations before the table is built; past either cap nothing more is done.
+    pub fn resolve_within(
+        links: &[Link],
+        names: &[String],
+        max_work: u64,
+        max_targets: u64,
+    ) -> Result<LinkTable, LinkLimitError> {
+        let work = match_work(links, face_bytes(names));
+        if work > max_work {
+            return Err(LinkLimitError { what: "steps of link name matching", count: work, limit: max_work });
+        }
         let nfaces = names.len() * 2;
-        let mut faces: Vec<FaceLinks> = vec![FaceLinks { targets: Vec::new(), explicit: false }; nfaces];
-        let mut broken = Vec::new();
-        for (k, link) in links.iter().enumerate() {
+        let mut matched = Vec::with_capacity(links.len());
+        let mut targets = 0u64;
+        for link in links {
             let src = find_faces(&link.from, names);
             let dst = find_faces(&link.to, names);
+            targets = targets.saturating_add((src.len() as u64).saturating_mul(dst.len() as u64));
+            if targets > max_targets {
+                return Err(LinkLimitError { what: "link destinations", count: targets, limit: max_targets });
+            }
+            matched.push((src, dst));
+        }
+        let mut faces: Vec<FaceLinks> = vec![FaceLinks { targets: Vec::new(), explicit: false }; nfaces];
+        let mut broken = Vec::new();
+        for (k, (src, dst)) in matched.iter().enumerate() {
             if src.is_empty() || dst.is_empty() {
                 broken.push(k);
                 continue;
             }
-            for &s in &src {
+            for &s in src {
                 if let Some(f) = faces.get_mut(s as usize) {
                     f.explicit = true;
-                    for &d in &dst {
-                        if !f.targets.contains(&d) {
-                            f.targets.push(d);
-                        }
-                    }
+                    f.targets.extend_from_slice(dst);
                 }
             }
         }
+        // Duplicates dropped, first occurrence kept, in one pass: `stamp[d]` is the last face that listed `d`.
+        let mut stamp = vec![u32::MAX; nfaces];
         for (i, f) in faces.iter_mut().enumerate() {
+            f.targets.retain(|&d| match stamp.get_mut(d as usize) {
+                Some(s) if *s == i as u32 => false,
+                Some(s) => {
+                    *s = i as u32;
+                    true
+                }
+                None => false,
+            });
+            f.targets.shrink_to_fit();
             if f.targets.is_empty() {
                 f.explicit = false;
                 f.targets.push(((i / 2) * 2 + (1 - i % 2)) as u32);
             }
         }
-        LinkTable { faces, broken }
+        Ok(LinkTable { faces, broken })
     }
 
     /// Where a shot entering `face` goes (`getTeleportTarget(source, seed)`): with several destinations the
@@ -210,7 +286,7 @@ mod tests {
             Link { from: ":alpha:f".into(), to: "*:b".into() },
             Link { from: "nothing".into(), to: "alpha:f".into() },
         ];
-        let t = LinkTable::resolve(&links, &n);
+        let t = LinkTable::resolve(&links, &n).unwrap();
         assert_eq!(t.targets(0), &[3, 1, 5]); // alpha:f → beta:b, then every back face (no duplicates)
         assert_eq!(t.targets(1), &[0]); // alpha:b unlinked → alpha:f
         assert!(!t.faces[1].explicit);
@@ -222,6 +298,32 @@ mod tests {
         assert_eq!(t.shot_target(0, 0), Some([3, 1, 5][(12345u32 >> 8) as usize % 3]));
         assert_eq!(t.shot_target(4, 99), Some(5));
         assert_eq!(t.shot_target(77, 0), None);
+    }
+
+    #[test]
+    fn work_and_destinations_are_capped_before_they_are_spent() {
+        let n: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+        let all = vec![Link { from: "*".into(), to: "*".into() }];
+        // 200 faces to 200 faces: 40,000 destinations.
+        let t = LinkTable::resolve_within(&all, &n, u64::MAX, 40_000).unwrap();
+        assert_eq!(t.targets(7).len(), 200);
+        let e = LinkTable::resolve_within(&all, &n, u64::MAX, 39_999).unwrap_err();
+        assert_eq!((e.what, e.count, e.limit), ("link destinations", 40_000, 39_999));
+        // Duplicates from repeated links count against the cap but are stored once.
+        let twice = vec![all[0].clone(), all[0].clone()];
+        assert!(LinkTable::resolve_within(&twice, &n, u64::MAX, 40_000).is_err());
+        assert_eq!(LinkTable::resolve_within(&twice, &n, u64::MAX, 80_000).unwrap().targets(0).len(), 200);
+        // Matching work: (1 + 1 + 2) pattern bytes × the face names' bytes.
+        let work = match_work(&all, face_bytes(&n));
+        assert_eq!(work, 4 * face_bytes(&n));
+        let e = LinkTable::resolve_within(&all, &n, work - 1, u64::MAX).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the teleporter links would take {work} steps of link name matching, over the limit of {}",
+                work - 1
+            )
+        );
     }
 
     #[test]

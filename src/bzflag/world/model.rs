@@ -14,18 +14,23 @@
 //! Hostile worlds are bounded: group nesting ([`ModelLimits::max_depth`], plus the client's own recursion
 //! guard), expanded obstacles and faces ([`ModelLimits`]) and tessellation `divisions`. What the group instances
 //! would expand to is counted before anything is expanded ([`ModelError::WouldExpand`]), so a tiny world of
-//! nested groups claiming a billion obstacles is refused at once, without building a million of them first.
+//! nested groups claiming a billion obstacles is refused at once, without building a million of them first. The
+//! same count covers the bytes of names the expansion makes ([`ModelLimits::max_name_bytes`]: each expanded
+//! instance's path is one shared `Arc<str>`, but a long name nested deep is repeated in every path below it) and
+//! the teleporter links' matching work; the links' destinations are counted before their table is built
+//! ([`ModelError::Links`]).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use glam::Vec3;
 use serde::Serialize;
 
 use super::bvh::Bvh;
 use super::geometry::{edge_planes, face_plane, Aabb, Convex, Plane};
-use super::links::{client_teleporter_order, LinkTable};
+use super::links::{client_teleporter_order, match_work, LinkLimitError, LinkTable, MAX_LINK_MATCH_WORK};
 use super::tessellate::{self, Shape};
 use super::types::*;
 use super::xform::Xform;
@@ -88,11 +93,27 @@ pub struct ModelLimits {
     pub max_face_vertices: usize,
     /// Nesting depth of group instances.
     pub max_depth: usize,
+    /// Bytes of names the expansion makes: each expanded group instance's path (stored once, shared by its
+    /// obstacles) and each teleporter's full name (its path and own name, kept three times: the model, its
+    /// obstacle and the link resolution). A long instance name nested deep is repeated in every path below it.
+    pub max_name_bytes: usize,
 }
+
+/// Default [`ModelLimits::max_name_bytes`]: 32 MiB. Real worlds' names take a few KiB.
+pub const MAX_NAME_BYTES: usize = 32 * 1024 * 1024;
+
+/// Bytes an `Arc<str>` path takes besides its text (the two reference counts).
+const ARC_OVERHEAD: u64 = 16;
 
 impl Default for ModelLimits {
     fn default() -> Self {
-        ModelLimits { max_obstacles: 1 << 20, max_faces: 1 << 20, max_face_vertices: 1 << 22, max_depth: 32 }
+        ModelLimits {
+            max_obstacles: 1 << 20,
+            max_faces: 1 << 20,
+            max_face_vertices: 1 << 22,
+            max_depth: 32,
+            max_name_bytes: MAX_NAME_BYTES,
+        }
     }
 }
 
@@ -110,13 +131,22 @@ pub enum ModelError {
     /// Counted before anything is expanded: the group instances would multiply the world beyond a
     /// [`ModelLimits`] cap.
     WouldExpand {
-        /// "obstacles", "faces" or "face corners".
+        /// "obstacles", "faces", "face corners" or "bytes of names".
         what: &'static str,
         /// How many the expansion would make (saturated at `u64::MAX`).
         count: u64,
         /// The cap.
         limit: usize,
     },
+    /// The teleporter links would take too much matching work or too many destinations (counted before the
+    /// work is done; see [`super::links::MAX_LINK_MATCH_WORK`] and [`super::links::MAX_LINK_TARGETS`]).
+    Links(LinkLimitError),
+}
+
+impl From<LinkLimitError> for ModelError {
+    fn from(e: LinkLimitError) -> ModelError {
+        ModelError::Links(e)
+    }
 }
 
 impl fmt::Display for ModelError {
@@ -135,6 +165,7 @@ impl fmt::Display for ModelError {
             ModelError::WouldExpand { what, count, limit } => {
                 write!(f, "group instances would expand the world to {count} {what}, over the limit of {limit}")
             }
+            ModelError::Links(e) => e.fmt(f),
         }
     }
 }
@@ -161,8 +192,10 @@ pub enum Geometry {
 pub struct ModelObstacle {
     /// The kind as sent (a `meshbox` is an arc).
     pub kind: ObstacleKind,
-    /// Group instance path, e.g. `"/hut/0:"`; empty in the world group.
-    pub path: String,
+    /// Group instance path, e.g. `"/hut/0:"`; empty in the world group. One string per expanded instance,
+    /// shared by its obstacles.
+    #[serde(serialize_with = "serialize_arc_str")]
+    pub path: Arc<str>,
     /// Centre of the bottom (meshes: of their bounds, as the client computes it).
     pub pos: Vec3,
     /// Rotation about +z, radians (0 for meshes).
@@ -353,8 +386,9 @@ impl WorldModel {
     pub fn build_with(db: &WorldDb, limits: ModelLimits) -> Result<WorldModel, ModelError> {
         let mut x = Expander::new(db, limits);
         x.check_expansion()?;
-        x.group(&db.world_group, None, Xform::IDENTITY, Mods::default(), "", 0)?;
-        Ok(x.finish())
+        let root: Arc<str> = Arc::from("");
+        x.group(&db.world_group, None, Xform::IDENTITY, Mods::default(), &root, 0)?;
+        x.finish()
     }
 
     /// The vertices of a face, counter-clockwise seen from its front.
@@ -402,8 +436,16 @@ impl WorldModel {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
         }
-        let strings: usize =
-            self.obstacles.iter().map(|o| o.path.capacity() + o.name.as_ref().map_or(0, String::capacity)).sum();
+        // Paths are shared: each counted once, by the first obstacle that holds it.
+        let mut last_path: *const u8 = std::ptr::null();
+        let mut strings = 0usize;
+        for o in &self.obstacles {
+            if o.path.as_ptr() != last_path {
+                last_path = o.path.as_ptr();
+                strings += o.path.len();
+            }
+            strings += o.name.as_ref().map_or(0, String::capacity);
+        }
         let checks: usize = self.obstacles.iter().map(|o| v(&o.checks)).sum();
         let links: usize = self.links.faces.iter().map(|f| v(&f.targets)).sum::<usize>() + v(&self.links.faces);
         v(&self.obstacles)
@@ -484,6 +526,14 @@ struct Tally {
     obstacles: u64,
     faces: u64,
     corners: u64,
+    /// Teleporters (counted apart for their names).
+    teles: u64,
+    /// Expanded group instances.
+    instances: u64,
+    /// Bytes of the instances' paths (with [`ARC_OVERHEAD`] each), relative to the group's own path.
+    path_bytes: u64,
+    /// Bytes of the teleporters' names, relative to the group's own path.
+    tele_name_bytes: u64,
 }
 
 impl Tally {
@@ -492,7 +542,31 @@ impl Tally {
             obstacles: self.obstacles.saturating_add(o.obstacles),
             faces: self.faces.saturating_add(o.faces),
             corners: self.corners.saturating_add(o.corners),
+            teles: self.teles.saturating_add(o.teles),
+            instances: self.instances.saturating_add(o.instances),
+            path_bytes: self.path_bytes.saturating_add(o.path_bytes),
+            tele_name_bytes: self.tele_name_bytes.saturating_add(o.tele_name_bytes),
         }
+    }
+
+    /// This tally (of a group definition) placed by an instance whose path level takes `level` bytes (with its
+    /// `:`): the instance itself is one more path, and every path and teleporter name below it gets the level
+    /// in front.
+    fn placed(self, level: u64) -> Tally {
+        Tally {
+            instances: self.instances.saturating_add(1),
+            path_bytes: self
+                .path_bytes
+                .saturating_add(level.saturating_add(ARC_OVERHEAD))
+                .saturating_add(level.saturating_mul(self.instances)),
+            tele_name_bytes: self.tele_name_bytes.saturating_add(level.saturating_mul(self.teles)),
+            ..self
+        }
+    }
+
+    /// Bytes of names the expansion makes, as [`ModelLimits::max_name_bytes`] counts them.
+    fn name_bytes(&self) -> u64 {
+        self.path_bytes.saturating_add(self.tele_name_bytes.saturating_mul(3))
     }
 
     /// The obstacles, faces and corners of `g`'s own obstacles (its instances not counted); `copy` for a named
@@ -510,8 +584,13 @@ impl Tally {
                 .saturating_add(n(g.cones.len()))
                 .saturating_add(n(g.spheres.len()))
                 .saturating_add(n(g.tetras.len())),
+            teles: n(g.teleporters.len()),
             ..Tally::default()
         };
+        for (i, tp) in g.teleporters.iter().enumerate() {
+            let own = if tp.name.is_empty() { 2 + digits(i as u64) } else { n(tp.name.len()) };
+            t.tele_name_bytes = t.tele_name_bytes.saturating_add(own);
+        }
         if !copy {
             t.obstacles = t.obstacles.saturating_add(n(g.walls.len()));
         }
@@ -536,6 +615,21 @@ impl Tally {
             faces(&mut shape.faces.iter().map(Vec::len));
         }
         t
+    }
+}
+
+/// Decimal digits of `n`.
+fn digits(n: u64) -> u64 {
+    u64::from(n.checked_ilog10().unwrap_or(0) + 1)
+}
+
+/// Bytes of the path level an instance adds (with its `:`): its name, or `/<groupdef>/<k>` where `k` counts the
+/// instances of that definition in its group (`siblings` is an upper bound of it).
+fn level_bytes(inst: &GroupInstance, siblings: usize) -> u64 {
+    if inst.name.is_empty() {
+        (inst.group_def.len() as u64).saturating_add(3 + digits(siblings as u64))
+    } else {
+        (inst.name.len() as u64).saturating_add(1)
     }
 }
 
@@ -633,10 +727,15 @@ impl<'a> Expander<'a> {
         let n = db.group_defs.len();
         let mut done: Vec<Option<Tally>> = vec![None; n];
         let mut active = vec![false; n];
+        let level_of = |d: usize, k: usize| {
+            let g = db.group_defs.get(d)?;
+            Some(level_bytes(g.instances.get(k)?, g.instances.len()))
+        };
         // Depth-first over the definitions with an explicit stack (a chain of definitions can be as long as the
         // database allows): (definition, next instance to look at, tally so far).
         let mut stack: Vec<(usize, usize, Tally)> = Vec::new();
         let mut world = Tally::own(&db.world_group, false);
+        let siblings = db.world_group.instances.len();
         for inst in &db.world_group.instances {
             let Some(&root) = self.defs.get(inst.group_def.as_str()) else { continue };
             if done.get(root).copied().flatten().is_none() {
@@ -649,7 +748,8 @@ impl<'a> Expander<'a> {
                     let inst = db.group_defs.get(d).and_then(|g| g.instances.get(*next));
                     *next += 1;
                     let Some(inst) = inst else {
-                        // Every instance of `d` counted: it is done; its parent gets its tally.
+                        // Every instance of `d` counted: it is done; its parent gets its tally, placed by the
+                        // parent's instance being looked at.
                         let Some((d, _, tally)) = stack.pop() else { break };
                         if let Some(a) = active.get_mut(d) {
                             *a = false;
@@ -658,7 +758,8 @@ impl<'a> Expander<'a> {
                             *slot = Some(tally);
                         }
                         if let Some(parent) = stack.last_mut() {
-                            parent.2 = parent.2.plus(tally);
+                            let level = level_of(parent.0, parent.1.saturating_sub(1)).unwrap_or(0);
+                            parent.2 = parent.2.plus(tally.placed(level));
                         }
                         continue;
                     };
@@ -668,8 +769,9 @@ impl<'a> Expander<'a> {
                     }
                     match done.get(child).copied().flatten() {
                         Some(tally) => {
+                            let siblings = db.group_defs.get(d).map_or(0, |g| g.instances.len());
                             if let Some(top) = stack.last_mut() {
-                                top.2 = top.2.plus(tally);
+                                top.2 = top.2.plus(tally.placed(level_bytes(inst, siblings)));
                             }
                         }
                         None => {
@@ -682,17 +784,30 @@ impl<'a> Expander<'a> {
                     }
                 }
             }
-            world = world.plus(done.get(root).copied().flatten().unwrap_or_default());
+            let tally = done.get(root).copied().flatten().unwrap_or_default();
+            world = world.plus(tally.placed(level_bytes(inst, siblings)));
         }
         let l = &self.limits;
         for (what, count, limit) in [
             ("obstacles", world.obstacles, l.max_obstacles),
             ("faces", world.faces, l.max_faces),
             ("face corners", world.corners, l.max_face_vertices),
+            ("bytes of names", world.name_bytes(), l.max_name_bytes),
         ] {
             if count > limit as u64 {
                 return Err(ModelError::WouldExpand { what, count, limit });
             }
+        }
+        // The links' matching work over (at most) these teleporters, before any is built.
+        let face_bytes = world.tele_name_bytes.saturating_add(world.teles.saturating_mul(2)).saturating_mul(2);
+        let work = match_work(&db.links, face_bytes);
+        if work > MAX_LINK_MATCH_WORK {
+            return Err(LinkLimitError {
+                what: "steps of link name matching",
+                count: work,
+                limit: MAX_LINK_MATCH_WORK,
+            }
+            .into());
         }
         Ok(())
     }
@@ -738,7 +853,7 @@ impl<'a> Expander<'a> {
         def: Option<usize>,
         xf: Xform,
         mods: Mods,
-        depth_name: &str,
+        depth_name: &Arc<str>,
         depth: usize,
     ) -> Result<(), ModelError> {
         if let Some(i) = def {
@@ -776,7 +891,7 @@ impl<'a> Expander<'a> {
             }
             let Some(child_def) = self.db.group_defs.get(child) else { continue };
             let level = if inst.name.is_empty() { format!("/{}/{k}", inst.group_def) } else { inst.name.clone() };
-            let name = format!("{depth_name}{level}:");
+            let name: Arc<str> = Arc::from(format!("{depth_name}{level}:"));
             let ixf = self.xform(&inst.transform);
             self.group(child_def, Some(child), ixf.then(xf), mods.inner(inst), &name, depth + 1)?;
         }
@@ -792,7 +907,7 @@ impl<'a> Expander<'a> {
         copy: bool,
         xf: Xform,
         mods: Mods,
-        path: &str,
+        path: &Arc<str>,
     ) -> Result<(), ModelError> {
         use super::types::obstacle_state as os;
         // Walls (world group only; the client cannot copy a wall).
@@ -810,7 +925,7 @@ impl<'a> Expander<'a> {
             }
             let id = self.push_obstacle(ModelObstacle {
                 kind: ObstacleKind::Wall,
-                path: path.to_string(),
+                path: Arc::clone(path),
                 pos: w.pos,
                 angle: w.angle,
                 size: Vec3::new(0.0, w.breadth, w.height),
@@ -864,7 +979,7 @@ impl<'a> Expander<'a> {
             let solid = self.m.solids.len() as u32;
             let id = self.push_obstacle(ModelObstacle {
                 kind,
-                path: path.to_string(),
+                path: Arc::clone(path),
                 pos: o.pos,
                 angle: o.angle,
                 size: o.size,
@@ -902,7 +1017,7 @@ impl<'a> Expander<'a> {
             let sx = (t.border * 0.5).max(frame.x);
             let id = self.push_obstacle(ModelObstacle {
                 kind: ObstacleKind::Teleporter,
-                path: path.to_string(),
+                path: Arc::clone(path),
                 pos: o.pos,
                 angle: o.angle,
                 size: frame,
@@ -986,7 +1101,7 @@ impl<'a> Expander<'a> {
             let Some(Shape { vertices, faces, checks, phydrv, passable, clamped }) = shape else {
                 self.push_obstacle(ModelObstacle {
                     kind,
-                    path: path.to_string(),
+                    path: Arc::clone(path),
                     pos: Vec3::ZERO,
                     angle: 0.0,
                     size: Vec3::ZERO,
@@ -1021,7 +1136,7 @@ impl<'a> Expander<'a> {
     fn add_mesh(
         &mut self,
         kind: ObstacleKind,
-        path: &str,
+        path: &Arc<str>,
         pass: Passability,
         verts: &[Vec3],
         faces: Vec<(Vec<u32>, Passability, i32)>,
@@ -1083,7 +1198,7 @@ impl<'a> Expander<'a> {
         };
         self.push_obstacle(ModelObstacle {
             kind,
-            path: path.to_string(),
+            path: Arc::clone(path),
             pos,
             angle: 0.0,
             size,
@@ -1098,7 +1213,7 @@ impl<'a> Expander<'a> {
         Ok(())
     }
 
-    fn finish(mut self) -> WorldModel {
+    fn finish(mut self) -> Result<WorldModel, ModelError> {
         // Teleporters in the client's order, with their frames.
         let tops: Vec<f32> = self.teles.iter().map(|t| t.top).collect();
         let order = client_teleporter_order(&tops);
@@ -1136,7 +1251,7 @@ impl<'a> Expander<'a> {
             });
         }
         let names: Vec<String> = self.m.teleporters.iter().map(|t| t.name.clone()).collect();
-        self.m.links = LinkTable::resolve(&self.db.links, &names);
+        self.m.links = LinkTable::resolve(&self.db.links, &names)?;
 
         // World size.
         let m = &mut self.m;
@@ -1183,6 +1298,10 @@ impl<'a> Expander<'a> {
             }
         }
         m.bvh = Bvh::build(&bounds);
-        self.m
+        Ok(self.m)
     }
+}
+
+fn serialize_arc_str<S: serde::Serializer>(s: &Arc<str>, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s)
 }

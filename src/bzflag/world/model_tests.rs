@@ -73,7 +73,7 @@ fn custom_capture_model() {
     assert_eq!((e.meshes, e.arcs, e.cones, e.spheres, e.tetras), (1, 2, 1, 1, 1));
     // Faces: tri mesh 4, meshbox (a 4-division pie) 12, arc ring 8·4+2, cone 24, sphere 8·36, tetra 4.
     assert_eq!(m.faces.len(), 4 + 12 + 34 + 24 + 288 + 4);
-    let paths: Vec<&str> = m.obstacles.iter().filter(|o| !o.path.is_empty()).map(|o| o.path.as_str()).collect();
+    let paths: Vec<&str> = m.obstacles.iter().filter(|o| !o.path.is_empty()).map(|o| &*o.path).collect();
     assert_eq!(paths, vec!["/hut/0:", "/hut/0:", "/hut/1:", "/hut/1:"]);
 
     // The plain box at (50, 0), 10 × 5 half sizes, 8 high, rotated 30°: a segment along y = 0 at z = 4 enters
@@ -151,7 +151,7 @@ fn custom_capture_model() {
     // 2.5 east of its centre is (1.77, −1.77) locally: the pyramid face there is 2·(1 − 1.77/3) above 3.
     let g = m.ground(Vec3::new(42.5, -10.0, 10.0));
     assert!((g.height - (3.0 + 2.0 * (1.0 - 2.5 * FRAC_PI_4.cos() / 3.0))).abs() < 1e-4, "{g:?}");
-    assert_eq!(m.obstacle(g.obstacle.unwrap()).unwrap().path, "/hut/1:");
+    assert_eq!(m.obstacle(g.obstacle.unwrap()).unwrap().path.as_ref(), "/hut/1:");
     // The rotated box of the second hut reaches 3·√2 along x.
     assert!(m
         .tank_collides(&TankBox {

@@ -137,7 +137,7 @@ pub fn document(m: &WorldModel, hash: &str) -> JsonDoc {
             let mut x = json!({
                 "id": i,
                 "kind": o.kind.name(),
-                "path": o.path,
+                "path": &*o.path,
                 "pos": v3(o.pos),
                 "angle": r(o.angle),
                 "size": v3(o.size),
