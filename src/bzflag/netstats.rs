@@ -45,8 +45,11 @@ pub const MAX_ARRIVALS: usize = 512;
 pub const DR_WINDOW: usize = 256;
 /// Jitter samples kept per player.
 pub const JITTER_WINDOW: usize = 64;
-/// A dead-reckoning p95 above this many `_positionTolerance` flags a player.
-pub const WARP_FACTOR: f32 = 10.0;
+/// A dead-reckoning p95 above this many times the honest bound ([`NetStats::honest_bound`]) flags a player.
+pub const WARP_FACTOR: f32 = 2.0;
+/// The largest change of speed in one step, in `_tankSpeed`s: from full speed forward to full reverse (half
+/// speed).
+pub const MAX_SPEED_CHANGE: f32 = 1.5;
 /// Default jitter above which a player is flagged (ms).
 pub const JITTER_LIMIT_MS: f32 = 250.0;
 /// Samples needed before the error or the jitter can flag a player.
@@ -61,33 +64,35 @@ pub const LAG_MAX_AGE: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct DrError {
     /// Median.
-    pub p50: Option<f32>,
+    pub p50: Option<f64>,
     /// 95th percentile.
-    pub p95: Option<f32>,
+    pub p95: Option<f64>,
     /// Largest in the window.
-    pub max: Option<f32>,
+    pub max: Option<f64>,
     /// Samples in the window.
     pub samples: usize,
 }
 
 /// One player's figures at a time (see the module documentation). Serializes to
-/// `{"id","updates_per_s","jitter_ms","dr_error":{"p50","p95","max","samples"},"lag_ms",...}`.
+/// `{"updates_per_s","jitter_ms","dr_error":{"p50","p95","max","samples"},"lag_ms",...}` (the id is left out:
+/// it is the key the figures are shown under).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlayerNet {
     /// Player id.
+    #[serde(skip_serializing)]
     pub id: u8,
     /// Updates received in the last [`RATE_WINDOW`], per second.
-    pub updates_per_s: f32,
+    pub updates_per_s: f64,
     /// Mean arrival jitter (ms); `null` before two updates in a row.
-    pub jitter_ms: Option<f32>,
+    pub jitter_ms: Option<f64>,
     /// Dead-reckoning error.
     pub dr_error: DrError,
     /// Lag as the server measures it (`/lagstats`, ms), when known and recent.
-    pub lag_ms: Option<f32>,
-    /// The server's jitter figure from `/lagstats` (ms).
-    pub server_jitter_ms: Option<f32>,
+    pub lag_ms: Option<f64>,
+    /// The server's jitter figure from `/lagstats` (ms; bzfs prints none for observers).
+    pub server_jitter_ms: Option<f64>,
     /// The server's "lost/ooo" percentage from `/lagstats` (0 when it printed none).
-    pub server_loss_pct: Option<f32>,
+    pub server_loss_pct: Option<f64>,
     /// Updates received in all.
     pub updates: u64,
     /// Updates that came with an `order` not above the last one.
@@ -155,28 +160,34 @@ pub struct LagLine {
     pub callsign: String,
     /// Lag (ms).
     pub lag_ms: f32,
-    /// Jitter (ms).
-    pub jitter_ms: f32,
+    /// Jitter (ms); bzfs prints none for observers.
+    pub jitter_ms: Option<f32>,
     /// Lost or out-of-order percentage (0 when not printed).
     pub loss_pct: f32,
     /// When it arrived.
     pub at: Instant,
 }
 
-/// Parses one `/lagstats` reply line: `[ID  ]CALLSIGN : LAG +- JITTERms[ N% lost/ooo][ (R)]`. `None` when the
-/// text is not such a line.
+/// Parses one `/lagstats` reply line: `CALLSIGN : LAG +- JITTERms[ N% lost/ooo][ (R)]` for a player,
+/// `CALLSIGN : LAGms` for an observer. `None` when the text is not such a line.
 pub fn parse_lagstats_line(text: &str, at: Instant) -> Option<LagLine> {
     let text = text.trim_end();
     let text = text.strip_suffix(" (R)").unwrap_or(text).trim_end();
     // The callsign may itself hold " : "; the figures follow the last one.
     let (name, rest) = text.rsplit_once(" : ")?;
     let rest = rest.trim();
-    let (lag, rest) = rest.split_once("+-")?;
-    let lag_ms: f32 = lag.trim().parse().ok()?;
-    let rest = rest.trim_start();
-    let ms_at = rest.find("ms")?;
-    let jitter_ms: f32 = rest.get(..ms_at)?.trim().parse().ok()?;
-    let tail = rest.get(ms_at + 2..)?.trim();
+    let (lag_ms, jitter_ms, tail): (f32, Option<f32>, &str) = match rest.split_once("+-") {
+        Some((lag, rest)) => {
+            let rest = rest.trim_start();
+            let ms_at = rest.find("ms")?;
+            let jitter: f32 = rest.get(..ms_at)?.trim().parse().ok()?;
+            (lag.trim().parse().ok()?, Some(jitter), rest.get(ms_at + 2..)?.trim())
+        }
+        None => {
+            let ms_at = rest.find("ms")?;
+            (rest.get(..ms_at)?.trim().parse().ok()?, None, rest.get(ms_at + 2..)?.trim())
+        }
+    };
     let loss_pct: f32 = if tail.is_empty() {
         0.0
     } else {
@@ -184,7 +195,7 @@ pub fn parse_lagstats_line(text: &str, at: Instant) -> Option<LagLine> {
         pct.trim().parse().ok()?
     };
     let name = name.trim_end();
-    if name.trim().is_empty() || !lag_ms.is_finite() || !jitter_ms.is_finite() || !loss_pct.is_finite() {
+    if name.trim().is_empty() || !lag_ms.is_finite() || !jitter_ms.is_none_or(f32::is_finite) || !loss_pct.is_finite() {
         return None;
     }
     Some(LagLine { callsign: name.trim_start().to_string(), lag_ms, jitter_ms, loss_pct, at })
@@ -196,6 +207,8 @@ pub struct NetStats {
     players: HashMap<u8, Track>,
     gravity: f32,
     position_tolerance: f32,
+    tank_speed: f32,
+    throttle_rate: f32,
     not_responding_time: f32,
     burrow_depth: f32,
     jitter_limit_ms: f32,
@@ -216,6 +229,8 @@ impl NetStats {
             players: HashMap::new(),
             gravity: -9.8,
             position_tolerance: 0.09,
+            tank_speed: 25.0,
+            throttle_rate: 30.0,
             not_responding_time: 5.0,
             burrow_depth: -1.32,
             jitter_limit_ms: JITTER_LIMIT_MS,
@@ -223,11 +238,13 @@ impl NetStats {
         }
     }
 
-    /// Reads the variables the figures depend on (`_gravity`, `_positionTolerance`, `_notRespondingTime`,
-    /// `_burrowDepth`); call it when they change.
+    /// Reads the variables the figures depend on (`_gravity`, `_positionTolerance`, `_tankSpeed`,
+    /// `_updateThrottleRate`, `_notRespondingTime`, `_burrowDepth`); call it when they change.
     pub fn set_vars(&mut self, vars: &VarStore) {
         self.gravity = sane(vars.get_f32("_gravity", -9.8));
         self.position_tolerance = sane(vars.get_f32("_positionTolerance", 0.09)).max(0.0);
+        self.tank_speed = sane(vars.get_f32("_tankSpeed", 25.0)).abs();
+        self.throttle_rate = sane(vars.get_f32("_updateThrottleRate", 30.0)).max(0.0);
         self.not_responding_time = sane(vars.get_f32("_notRespondingTime", 5.0)).max(0.0);
         self.burrow_depth = sane(vars.get_f32("_burrowDepth", -1.32)).min(0.0);
     }
@@ -244,9 +261,18 @@ impl NetStats {
         self.position_tolerance
     }
 
-    /// The dead-reckoning p95 above which a player is flagged (world units).
+    /// The largest dead-reckoning error an honest client shows at its next update (world units): it sends as
+    /// soon as the prediction is off by `_positionTolerance` on any axis (√3 × it in 3-D), but it may only
+    /// notice that a step later, and it sends at most `_updateThrottleRate` a second, so the error can grow by
+    /// one such step of the largest change of speed ([`MAX_SPEED_CHANGE`] × `_tankSpeed`) on top.
+    pub fn honest_bound(&self) -> f32 {
+        let step = if self.throttle_rate > 0.0 { 1.0 / self.throttle_rate.max(1.0) } else { 1.0 / 30.0 };
+        3f32.sqrt() * self.position_tolerance + MAX_SPEED_CHANGE * self.tank_speed * step
+    }
+
+    /// The dead-reckoning p95 above which a player is flagged as warping: [`WARP_FACTOR`] × the honest bound.
     pub fn warp_limit(&self) -> f32 {
-        WARP_FACTOR * self.position_tolerance
+        WARP_FACTOR * self.honest_bound()
     }
 
     /// A player joined (or an id was reused): start afresh.
@@ -375,11 +401,13 @@ impl NetStats {
         let alive = t.last.is_some_and(|l| l.status.contains(PlayerStatus::ALIVE));
         let mut flagged = None;
         if let Some(p95) = dr_error.p95.filter(|_| t.dr.len() >= MIN_SAMPLES) {
-            if p95 > self.warp_limit() {
+            if p95 > f64::from(self.warp_limit()) {
                 flagged = Some(format!(
-                    "warping: dead-reckoning error p95 {p95:.2} > {:.2} ({WARP_FACTOR} x _positionTolerance {})",
+                    "warping: dead-reckoning error p95 {p95:.2} > {:.2} ({WARP_FACTOR} x what _positionTolerance {} \
+                     and a throttled step at _tankSpeed {} allow)",
                     self.warp_limit(),
-                    self.position_tolerance
+                    self.position_tolerance,
+                    self.tank_speed
                 ));
             }
         }
@@ -404,9 +432,9 @@ impl NetStats {
             updates_per_s: round(updates_per_s, 100.0),
             jitter_ms: jitter_ms.map(|j| round(j, 10.0)),
             dr_error,
-            lag_ms: lag.map(|l| l.lag_ms),
-            server_jitter_ms: lag.map(|l| l.jitter_ms),
-            server_loss_pct: lag.map(|l| l.loss_pct),
+            lag_ms: lag.map(|l| round(l.lag_ms, 1.0)),
+            server_jitter_ms: lag.and_then(|l| l.jitter_ms).map(|j| round(j, 1.0)),
+            server_loss_pct: lag.map(|l| round(l.loss_pct, 1.0)),
             updates: t.updates,
             out_of_order: t.out_of_order,
             missing: t.missing,
@@ -421,8 +449,8 @@ impl NetStats {
     }
 }
 
-fn round(v: f32, per_unit: f32) -> f32 {
-    (v * per_unit).round() / per_unit
+fn round(v: f32, per_unit: f64) -> f64 {
+    (f64::from(v) * per_unit).round() / per_unit
 }
 
 /// Nearest-rank quantiles of a window (sorted copy: the window is small).
@@ -521,15 +549,19 @@ mod tests {
     fn a_warping_tank_is_flagged() {
         let t0 = Instant::now();
         let mut n = NetStats::new();
-        // Every other update is 3 units off its line of motion.
-        drive(&mut n, t0, 40, 0.1, |k, p| if k % 2 == 1 { [p[0], p[1] + 3.0, p[2]] } else { p });
+        // Every other update is 5 units off its line of motion.
+        drive(&mut n, t0, 40, 0.1, |k, p| if k % 2 == 1 { [p[0], p[1] + 5.0, p[2]] } else { p });
         let p = n.player(3, t0 + Duration::from_secs(4)).unwrap();
-        assert!(p.dr_error.p95.unwrap() > 2.9, "{p:?}");
+        assert!(p.dr_error.p95.unwrap() > 4.9, "{p:?}");
         let why = p.flagged.expect("flagged");
         assert!(why.starts_with("warping"), "{why}");
         // Too few samples flag nothing.
         let mut n = NetStats::new();
-        drive(&mut n, t0, MIN_SAMPLES as i32, 0.1, |k, p| if k % 2 == 1 { [p[0], p[1] + 3.0, p[2]] } else { p });
+        drive(&mut n, t0, MIN_SAMPLES as i32, 0.1, |k, p| if k % 2 == 1 { [p[0], p[1] + 5.0, p[2]] } else { p });
+        // Nor does an honest client's worst: 2 units off now and then.
+        let mut n = NetStats::new();
+        drive(&mut n, t0, 40, 0.1, |k, p| if k % 10 == 5 { [p[0] - 2.0, p[1], p[2]] } else { p });
+        assert_eq!(n.player(3, t0 + Duration::from_secs(4)).unwrap().flagged, None);
         assert_eq!(n.player(3, t0 + Duration::from_secs(1)).unwrap().flagged, None);
     }
 
@@ -630,7 +662,8 @@ mod tests {
         let mut n = NetStats::new();
         n.set_vars(&vars);
         assert_eq!(n.position_tolerance(), 0.5);
-        assert_eq!(n.warp_limit(), 5.0);
+        assert!((n.honest_bound() - (0.5 * 3f32.sqrt() + 1.5 * 25.0 / 30.0)).abs() < 1e-5);
+        assert_eq!(n.warp_limit(), 2.0 * n.honest_bound());
         let t0 = Instant::now();
         n.on_update(t0, &update(5, 1, 0.0, [0.0; 3], [0.0; 3], 0.0, 0.0));
         assert!(n.player(5, t0 + Duration::from_secs(3)).unwrap().flagged.is_some());
@@ -667,9 +700,12 @@ mod tests {
     fn lagstats_lines_parse() {
         let at = Instant::now();
         let l = parse_lagstats_line("alice            :  42 +-  3ms", at).unwrap();
-        assert_eq!((l.callsign.as_str(), l.lag_ms, l.jitter_ms, l.loss_pct), ("alice", 42.0, 3.0, 0.0));
+        assert_eq!((l.callsign.as_str(), l.lag_ms, l.jitter_ms, l.loss_pct), ("alice", 42.0, Some(3.0), 0.0));
         let l = parse_lagstats_line("a : b : 120 +- 15ms 7% lost/ooo (R)", at).unwrap();
-        assert_eq!((l.callsign.as_str(), l.lag_ms, l.jitter_ms, l.loss_pct), ("a : b", 120.0, 15.0, 7.0));
+        assert_eq!((l.callsign.as_str(), l.lag_ms, l.jitter_ms, l.loss_pct), ("a : b", 120.0, Some(15.0), 7.0));
+        // An observer's line, as bzfs 2.4 prints it.
+        let l = parse_lagstats_line("bzhead-eye              :   2ms", at).unwrap();
+        assert_eq!((l.callsign.as_str(), l.lag_ms, l.jitter_ms), ("bzhead-eye", 2.0, None));
         for bad in
             ["", "hello there", " : 1 +- 2ms", "x : 1 +- 2", "x : y +- 2ms", "x : 1 +- 2ms trailing", "x : 1 +- NaNms"]
         {
@@ -689,7 +725,8 @@ mod tests {
         let mut n = NetStats::new();
         drive(&mut n, t0, 3, 0.1, |_, p| p);
         let v = serde_json::to_value(n.player(3, t0 + Duration::from_secs(1)).unwrap()).unwrap();
-        for k in ["id", "updates_per_s", "jitter_ms", "lag_ms", "out_of_order", "missing", "since_last_ms", "flagged"] {
+        assert!(v.get("id").is_none());
+        for k in ["updates_per_s", "jitter_ms", "lag_ms", "out_of_order", "missing", "since_last_ms", "flagged"] {
             assert!(v.get(k).is_some(), "{k} missing in {v}");
         }
         for k in ["p50", "p95", "max"] {
