@@ -425,7 +425,11 @@ fn observe(a: ObserveArgs) -> u8 {
                             let (attempt, delay) = backoff[k - 1].failed(at);
                             pending[k - 1] = Some(at + delay);
                             if k == 1 {
-                                print(&mut out, at, &ev);
+                                // The first end of a streak is printed; the failed attempts after it only as
+                                // "reconnecting" lines.
+                                if attempt == 1 {
+                                    print(&mut out, at, &ev);
+                                }
                                 let t = at.saturating_duration_since(start);
                                 let _ =
                                     writeln!(out, "{}", reconnecting_line(t, a.json, attempt, delay, &end.to_string()));

@@ -744,3 +744,140 @@ mod tests {
         assert_eq!(quantiles(&w).p95, Some(7.0));
     }
 }
+
+/// The tracker as the session feeds it, driven with scripted server messages in virtual time.
+#[cfg(test)]
+mod session_tests {
+    use std::time::{Duration, Instant};
+
+    use crate::bzflag::consts::{player, PlayerStatus, PlayerType, Team};
+    use crate::bzflag::event::Event;
+    use crate::bzflag::msg::{ClientMsg, Message, PlayerUpdate, ServerMsg};
+    use crate::bzflag::session::{Session, SessionConfig};
+
+    struct Drive {
+        s: Session,
+        now: Instant,
+        sent: Vec<ClientMsg>,
+        events: Vec<Event>,
+    }
+
+    impl Drive {
+        fn joined() -> Drive {
+            let now = Instant::now();
+            let mut s = Session::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+            s.handle_connected(now);
+            s.handle_tcp(now, b"BZFS0221\x00");
+            let mut d = Drive { s, now, sent: vec![], events: vec![] };
+            d.send(ServerMsg::Accept { id: 0 });
+            for (id, name) in [(1, "alice"), (2, "bob")] {
+                d.send(ServerMsg::AddPlayer {
+                    id,
+                    player_type: PlayerType::Tank,
+                    team: Team::Red,
+                    wins: 0,
+                    losses: 0,
+                    team_kills: 0,
+                    callsign: name.into(),
+                    motto: String::new(),
+                });
+            }
+            d.sent.clear();
+            d
+        }
+
+        fn send(&mut self, m: ServerMsg) {
+            self.s.handle_tcp(self.now, &m.encode());
+            while let Some(t) = self.s.poll_transmit() {
+                if let Ok(m) = ClientMsg::decode(&t.bytes) {
+                    self.sent.push(m);
+                }
+            }
+            while let Some(e) = self.s.poll_event() {
+                self.events.push(e);
+            }
+        }
+
+        fn server_says(&mut self, text: &str) {
+            self.send(ServerMsg::Message { from: player::SERVER, to: 0, kind: 0, text: text.into() });
+        }
+
+        fn chat_lines(&self) -> usize {
+            self.events.iter().filter(|e| matches!(e, Event::Chat { .. })).count()
+        }
+    }
+
+    fn update(id: u8, order: i32, t: f32, x: f32) -> PlayerUpdate {
+        PlayerUpdate {
+            small: false,
+            timestamp: t,
+            id,
+            order,
+            status: PlayerStatus::ALIVE,
+            pos: [x, 0.0, 0.0],
+            vel: [10.0, 0.0, 0.0],
+            azimuth: 0.0,
+            ang_vel: 0.0,
+            jump_jets: 0.0,
+            phydrv: -1,
+            user_inputs: (0.0, 0.0),
+            sounds: 0,
+        }
+    }
+
+    #[test]
+    fn every_update_feeds_the_tracker_also_the_dropped_ones() {
+        let mut d = Drive::joined();
+        for (k, order) in [1, 2, 4, 3].into_iter().enumerate() {
+            d.now += Duration::from_millis(100);
+            d.send(ServerMsg::PlayerUpdate(update(1, order, k as f32 * 0.1, k as f32)));
+        }
+        // Updates of a player not in the roster are not tracked.
+        d.send(ServerMsg::PlayerUpdate(update(9, 1, 0.0, 0.0)));
+        let n = d.s.net_stats().player(1, d.now).expect("alice");
+        assert_eq!((n.updates, n.out_of_order, n.missing), (4, 1, 1));
+        assert_eq!(n.dr_error.samples, 2);
+        assert!(d.s.net_stats().player(9, d.now).is_none());
+        // A spawn breaks the line of motion; a leave forgets the player.
+        d.send(ServerMsg::Alive { id: 1, pos: [50.0, 0.0, 0.0], azimuth: 0.0 });
+        d.now += Duration::from_millis(100);
+        d.send(ServerMsg::PlayerUpdate(update(1, 5, 0.5, 50.0)));
+        assert_eq!(d.s.net_stats().player(1, d.now).unwrap().dr_error.samples, 2);
+        d.send(ServerMsg::RemovePlayer { id: 1 });
+        assert!(d.s.net_stats().player(1, d.now).is_none());
+    }
+
+    #[test]
+    fn a_lagstats_reply_feeds_the_figures_and_is_not_chat() {
+        let mut d = Drive::joined();
+        d.s.request_lag_stats(d.now);
+        let asked = d.s.poll_transmit().and_then(|t| ClientMsg::decode(&t.bytes).ok());
+        assert!(matches!(asked, Some(ClientMsg::Message { ref text, .. }) if text == "/lagstats"), "{asked:?}");
+        let before = d.chat_lines();
+        d.server_says("bzhead                  :   3ms");
+        d.server_says("alice            :  42 +-  5ms");
+        d.server_says("bob              :  17 +-  2ms 4% lost/ooo (R)");
+        assert_eq!(d.chat_lines(), before, "{:?}", d.events);
+        let a = d.s.net_stats().player(1, d.now).unwrap();
+        let b = d.s.net_stats().player(2, d.now).unwrap();
+        assert_eq!((a.lag_ms, a.server_jitter_ms), (Some(42.0), Some(5.0)));
+        assert_eq!((b.lag_ms, b.server_loss_pct), (Some(17.0), Some(4.0)));
+        // The reply window closes: the same text later is chat again (a player could say it).
+        d.now += super::super::session::LAGSTATS_REPLY_WINDOW + Duration::from_secs(1);
+        d.server_says("alice            :  99 +-  5ms");
+        assert_eq!(d.chat_lines(), before + 1);
+        assert_eq!(d.s.net_stats().player(1, d.now).unwrap().lag_ms, Some(42.0));
+    }
+
+    #[test]
+    fn a_refused_lagstats_is_taken_once_and_not_asked_again() {
+        let mut d = Drive::joined();
+        d.s.request_lag_stats(d.now);
+        d.server_says("You do not have permission to run the lagstats command");
+        assert_eq!(d.chat_lines(), 0);
+        d.sent.clear();
+        while d.s.poll_transmit().is_some() {}
+        d.s.request_lag_stats(d.now);
+        assert!(d.s.poll_transmit().is_none());
+    }
+}

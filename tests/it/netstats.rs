@@ -361,10 +361,11 @@ fn observe_prints_netstats_lines_with_the_documented_shape_and_cadence() {
     assert_eq!(quiet.count("accept"), 1);
 }
 
-/// Sends SIGTERM to a process.
-fn sigterm(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
-    assert!(status.success());
+/// Sends a signal (`TERM`, `STOP`, `CONT`) to a process.
+fn signal(pid: u32, sig: &str) {
+    let status =
+        std::process::Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill -{sig} {pid}");
 }
 
 #[test]
@@ -393,7 +394,7 @@ fn observe_reconnects_across_a_bzfs_stop_and_a_crash_and_goes_on_printing() {
 
     // A clean stop: bzfs kills every player with a reason-less MsgSuperKill, then exits.
     let pid = bzfs.pid();
-    sigterm(pid);
+    signal(pid, "TERM");
     let deadline = Instant::now() + Duration::from_secs(20);
     while bzfs.is_running() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -466,4 +467,39 @@ fn a_kick_with_a_reason_is_final_even_with_reconnect() {
     assert_eq!(victim.wait_exit(Duration::from_secs(30)), Some(5), "{}\n{}", victim.out.tail(20), bzfs.log());
     assert_eq!(victim.count("reconnecting"), 0, "{}", victim.out.tail(20));
     assert_eq!(victim.count("kicked"), 1, "{}", victim.out.tail(20));
+}
+
+#[test]
+fn observe_reconnects_when_the_server_goes_silent() {
+    let dir = TempDir::new("netstats-silent");
+    let bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let cache = dir.join("cache");
+    let cache = cache.to_string_lossy();
+    let mut obs = Observe::start(&[
+        "observe",
+        "--json",
+        "--reconnect",
+        "--idle-timeout",
+        "2",
+        "--hello-timeout",
+        "2",
+        "--netstats",
+        "0",
+        "--cache-dir",
+        &cache,
+        &bzfs.host_port(),
+    ]);
+    assert!(obs.wait_count("accept", 1, Duration::from_secs(60)), "{}", obs.out.tail(20));
+    // The server stops (SIGSTOP): the connection stays open and nothing comes. Past the idle limit the observer
+    // gives up on it; the next attempts connect (the kernel still accepts) but get no hello.
+    signal(bzfs.pid(), "STOP");
+    let silent = obs.wait_count("reconnecting", 2, Duration::from_secs(60));
+    signal(bzfs.pid(), "CONT");
+    assert!(silent, "{}", obs.out.tail(20));
+    assert!(obs.wait_count("reconnected", 1, Duration::from_secs(90)), "{}", obs.out.tail(20));
+    let lines = obs.lines();
+    let first = lines.iter().find(|v| v["type"] == "reconnecting").expect("reconnecting");
+    assert!(first["reason"].as_str().is_some_and(|r| r.contains("timed out")), "{first}");
+    obs.child.stdin.take().map(|mut s| std::io::Write::write_all(&mut s, b"/quit\n"));
+    assert_eq!(obs.wait_exit(Duration::from_secs(20)), Some(0), "{}", obs.out.tail(20));
 }

@@ -290,6 +290,8 @@ pub struct Session {
     netstats: NetStats,
     /// Until when server lines that read like a `/lagstats` reply answer our [`Session::request_lag_stats`].
     lagstats_until: Option<Instant>,
+    /// The server refused us `/lagstats` (no permission): not asked again.
+    lagstats_denied: bool,
 }
 
 /// How long after [`Session::request_lag_stats`] the reply's lines are taken (and not reported as chat).
@@ -330,6 +332,7 @@ impl Session {
             last_heard: None,
             netstats: NetStats::new(),
             lagstats_until: None,
+            lagstats_denied: false,
         }
     }
 
@@ -573,9 +576,11 @@ impl Session {
 
     /// Asks the server for `/lagstats` (every human player's lag and jitter as bzfs measures them, observers
     /// included). The reply's lines, for [`LAGSTATS_REPLY_WINDOW`], feed [`Session::net_stats`] instead of being
-    /// reported as chat. Does nothing unless joined.
+    /// reported as chat. Does nothing unless joined, or once the server has refused it (bzfs answers "You do not
+    /// have permission to run the lagstats command" when the `lagStats` permission is taken from players; that
+    /// answer is taken too, once).
     pub fn request_lag_stats(&mut self, now: Instant) {
-        if self.state != State::Joined {
+        if self.state != State::Joined || self.lagstats_denied {
             return;
         }
         self.send_tcp(&ClientMsg::Message { to: player::ALL_PLAYERS, text: "/lagstats".into() });
@@ -1118,6 +1123,11 @@ impl Session {
                         let game = &self.game;
                         let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
                         if self.netstats.on_server_text(now, &text, game.my_id, id_of) {
+                            return;
+                        }
+                        if text.starts_with("You do not have permission to run the lagstats command") {
+                            self.lagstats_denied = true;
+                            self.lagstats_until = None;
                             return;
                         }
                     }
