@@ -10,7 +10,8 @@
 //! * **dead-reckoning error**: where the tank's previous update, dead-reckoned with the engine's own
 //!   [`Reckoning`] to the time of the next update (by the sender's clock: the timestamps' difference), puts it,
 //!   against where that next update says it is, in world units (3-D distance). Median, p95 and max of the last
-//!   [`DR_WINDOW`] samples. Samples across a death, a spawn, a pause or a teleport are not taken;
+//!   [`DR_WINDOW`] samples. Samples across a death, a spawn, a pause, a teleport or a physics driver are not
+//!   taken; a Wings carrier falls under `_wingsGravity`;
 //! * **out-of-order** updates (an `order` not above the last one: the official client drops them) and
 //!   **missing** ones (gaps in `order`; an update that comes late counts in both);
 //! * **time since the last update**;
@@ -128,6 +129,8 @@ struct Track {
     out_of_order: u64,
     missing: u64,
     lag: Option<LagLine>,
+    /// Carries Wings (falls under `_wingsGravity`).
+    wings: bool,
 }
 
 impl Track {
@@ -142,6 +145,7 @@ impl Track {
             out_of_order: 0,
             missing: 0,
             lag: None,
+            wings: false,
         }
     }
 }
@@ -206,6 +210,7 @@ pub fn parse_lagstats_line(text: &str, at: Instant) -> Option<LagLine> {
 pub struct NetStats {
     players: HashMap<u8, Track>,
     gravity: f32,
+    wings_gravity: f32,
     position_tolerance: f32,
     tank_speed: f32,
     throttle_rate: f32,
@@ -228,6 +233,7 @@ impl NetStats {
         NetStats {
             players: HashMap::new(),
             gravity: -9.8,
+            wings_gravity: -9.8,
             position_tolerance: 0.09,
             tank_speed: 25.0,
             throttle_rate: 30.0,
@@ -242,6 +248,7 @@ impl NetStats {
     /// `_updateThrottleRate`, `_notRespondingTime`, `_burrowDepth`); call it when they change.
     pub fn set_vars(&mut self, vars: &VarStore) {
         self.gravity = sane(vars.get_f32("_gravity", -9.8));
+        self.wings_gravity = sane(vars.get_f32("_wingsGravity", self.gravity));
         self.position_tolerance = sane(vars.get_f32("_positionTolerance", 0.09)).max(0.0);
         self.tank_speed = sane(vars.get_f32("_tankSpeed", 25.0)).abs();
         self.throttle_rate = sane(vars.get_f32("_updateThrottleRate", 30.0)).max(0.0);
@@ -290,6 +297,13 @@ impl NetStats {
         self.break_motion(id);
     }
 
+    /// A player's flag changed (`None`: no flag): a Wings carrier falls under `_wingsGravity`.
+    pub fn on_flag(&mut self, id: u8, abbv: Option<&str>) {
+        if let Some(t) = self.players.get_mut(&id) {
+            t.wings = abbv == Some("WG");
+        }
+    }
+
     /// A player went through a teleporter: no error sample across it.
     pub fn on_teleport(&mut self, id: u8) {
         self.break_motion(id);
@@ -303,8 +317,9 @@ impl NetStats {
 
     /// A player update arrived at `now` (every one, also those the session drops as out of order).
     pub fn on_update(&mut self, now: Instant, u: &PlayerUpdate) {
-        let (gravity, burrow) = (self.gravity, self.burrow_depth);
+        let burrow = self.burrow_depth;
         let t = self.players.entry(u.id).or_insert_with(Track::new);
+        let gravity = if t.wings { self.wings_gravity } else { self.gravity };
         t.updates += 1;
         push_bounded(&mut t.arrivals, now, MAX_ARRIVALS);
         t.last_arrival = Some(now);
@@ -322,9 +337,15 @@ impl NetStats {
             if ts_ok {
                 push_bounded(&mut t.jitter, (arrival_gap - ts_gap).abs() * 1000.0, JITTER_WINDOW);
             }
+            // (On a physics driver the motion depends on the world's drivers, which the tracker does not have.)
             let steady = |s: PlayerStatus| {
                 s.contains(PlayerStatus::ALIVE)
-                    && !s.intersects(PlayerStatus::PAUSED | PlayerStatus::EXPLODING | PlayerStatus::TELEPORTING)
+                    && !s.intersects(
+                        PlayerStatus::PAUSED
+                            | PlayerStatus::EXPLODING
+                            | PlayerStatus::TELEPORTING
+                            | PlayerStatus::ON_DRIVER,
+                    )
             };
             if !last.broken && steady(last.status) && steady(u.status) {
                 let dt = if ts_ok { ts_gap } else { arrival_gap.min(MAX_TIMESTAMP_GAP) };
@@ -594,6 +615,35 @@ mod tests {
         let p = n.player(2, t0 + Duration::from_millis(500)).unwrap();
         assert_eq!(p.dr_error.samples, 1);
         assert_eq!(p.dr_error.max, Some(1.0));
+    }
+
+    #[test]
+    fn wings_carriers_fall_under_wings_gravity_and_drivers_take_no_sample() {
+        let t0 = Instant::now();
+        let mut vars = VarStore::new();
+        vars.set("_wingsGravity", "-2");
+        let mut n = NetStats::new();
+        n.set_vars(&vars);
+        n.on_join(6);
+        n.on_flag(6, Some("WG"));
+        let fall = |order: i32, t: f32| {
+            let mut u = update(6, order, t, [0.0, 0.0, 50.0 - t * t], [0.0; 3], 0.0, 0.0);
+            u.status = PlayerStatus::ALIVE | PlayerStatus::FALLING;
+            u
+        };
+        n.on_update(t0, &fall(1, 0.0));
+        n.on_update(t0 + Duration::from_secs(1), &fall(2, 1.0));
+        assert_eq!(n.player(6, t0).unwrap().dr_error.max, Some(0.0));
+        n.on_flag(6, None);
+        n.on_update(t0 + Duration::from_secs(2), &fall(3, 2.0));
+        // Without Wings the prediction falls under -9.8: 4.9 units in the second the update says was 3 (at -2).
+        let p = n.player(6, t0).unwrap();
+        assert!((p.dr_error.max.unwrap() - 1.9).abs() < 1e-3, "{p:?}");
+        let mut on = update(6, 4, 2.1, [0.0; 3], [0.0; 3], 0.0, 0.0);
+        on.status = PlayerStatus::ALIVE | PlayerStatus::ON_DRIVER;
+        n.on_update(t0 + Duration::from_millis(2100), &on);
+        n.on_update(t0 + Duration::from_millis(2200), &update(6, 5, 2.2, [9.0, 0.0, 0.0], [0.0; 3], 0.0, 0.0));
+        assert_eq!(n.player(6, t0).unwrap().dr_error.samples, 2);
     }
 
     #[test]

@@ -801,6 +801,25 @@ impl Session {
         self.on_message(now, msg, via_udp);
     }
 
+    /// A server line to us while a `/lagstats` reply is awaited: its lines feed [`Session::net_stats`], a refusal
+    /// stops the asking; true when the line was taken (it is then not reported as chat).
+    fn take_lagstats_reply(&mut self, now: Instant, to: u8, text: &str) -> bool {
+        if self.lagstats_until.is_none_or(|t| now > t) || Some(to) != self.game.my_id {
+            return false;
+        }
+        let game = &self.game;
+        let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
+        if self.netstats.on_server_text(now, text, game.my_id, id_of) {
+            return true;
+        }
+        if text.starts_with("You do not have permission to run the lagstats command") {
+            self.lagstats_denied = true;
+            self.lagstats_until = None;
+            return true;
+        }
+        false
+    }
+
     fn on_query_message(&mut self, msg: ServerMsg) {
         use ServerMsg as M;
         let q = self.query.get_or_insert_with(Default::default);
@@ -841,6 +860,11 @@ impl Session {
         if self.state == State::Querying {
             self.on_query_message(msg);
             return;
+        }
+        if let M::Message { from: player::SERVER, to, text, .. } = &msg {
+            if self.take_lagstats_reply(now, *to, text) {
+                return;
+            }
         }
         match msg {
             // ---- handshake
@@ -998,16 +1022,20 @@ impl Session {
                 }
             }
             M::GrabFlag { player, index, flag } => {
+                self.netstats.on_flag(player, Some(&flag.abbv.as_string()));
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Grab { player, callsign, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
             M::DropFlag { player, index, flag } => {
+                self.netstats.on_flag(player, None);
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Drop { player, callsign, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
             M::TransferFlag { from, to, index, flag } => {
+                self.netstats.on_flag(from, None);
+                self.netstats.on_flag(to, Some(&flag.abbv.as_string()));
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 self.events.push_back(Event::Transfer { from, to, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
@@ -1119,18 +1147,6 @@ impl Session {
             }
             M::Message { from, to, kind, text } => {
                 if from == player::SERVER {
-                    if self.lagstats_until.is_some_and(|t| now <= t) && Some(to) == self.game.my_id {
-                        let game = &self.game;
-                        let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
-                        if self.netstats.on_server_text(now, &text, game.my_id, id_of) {
-                            return;
-                        }
-                        if text.starts_with("You do not have permission to run the lagstats command") {
-                            self.lagstats_denied = true;
-                            self.lagstats_until = None;
-                            return;
-                        }
-                    }
                     self.last_server_text = Some(text.clone());
                 }
                 let from_callsign = self.game.name_of(from);
