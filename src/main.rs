@@ -380,7 +380,11 @@ fn observe(a: ObserveArgs) -> u8 {
             }
             pending[k - 1] = None;
             reactor.remove_session(observers[k - 1]);
-            let options = SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+            let options = SessionOptions {
+                record: None,
+                cache: world_cache(a.no_cache, a.cache_dir.clone()),
+                ..SessionOptions::default()
+            };
             match reactor.add_session(addr, config_for(k as u32), options) {
                 Ok(o) => {
                     observers[k - 1] = o;
