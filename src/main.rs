@@ -380,6 +380,8 @@ fn observe(a: ObserveArgs) -> u8 {
             }
             pending[k - 1] = None;
             reactor.remove_session(observers[k - 1]);
+            // (`..default()`: other options may be added to SessionOptions.)
+            #[allow(clippy::needless_update)]
             let options = SessionOptions {
                 record: None,
                 cache: world_cache(a.no_cache, a.cache_dir.clone()),
