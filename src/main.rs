@@ -294,6 +294,7 @@ fn observe(a: ObserveArgs) -> u8 {
     // With --reconnect: each observer's back-off, and when its next connect is due.
     let mut backoff = vec![Reconnect::new(); count as usize];
     let mut pending: Vec<Option<Instant>> = vec![None; count as usize];
+    let mut left_while_away = false;
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
     // With --count: the other observers, connected one after another. `observers[k - 1]` is observer k's session
     // once it has connected; `next_connect` is when the next one does.
@@ -370,6 +371,8 @@ fn observe(a: ObserveArgs) -> u8 {
             left = true;
         }
         if left {
+            // Leaving (/quit, --for, a signal) while the first observer waits to come back is a clean end.
+            left_while_away |= pending.first().is_some_and(Option::is_some);
             pending.iter_mut().for_each(|p| *p = None);
         }
         let mut printed = false;
@@ -520,6 +523,9 @@ fn observe(a: ObserveArgs) -> u8 {
         {
             break;
         }
+    }
+    if left_while_away {
+        return other_code;
     }
     if let Some(end) = reactor.session(id).and_then(|s| s.end()) {
         if end.exit_code() != 0 {

@@ -503,3 +503,19 @@ fn observe_reconnects_when_the_server_goes_silent() {
     obs.child.stdin.take().map(|mut s| std::io::Write::write_all(&mut s, b"/quit\n"));
     assert_eq!(obs.wait_exit(Duration::from_secs(20)), Some(0), "{}", obs.out.tail(20));
 }
+
+#[test]
+fn leaving_while_waiting_to_reconnect_is_a_clean_end() {
+    let dir = TempDir::new("netstats-away");
+    let mut bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let cache = dir.join("cache");
+    let cache = cache.to_string_lossy();
+    let mut obs =
+        Observe::start(&["observe", "--json", "--reconnect", "--for", "8", "--cache-dir", &cache, &bzfs.host_port()]);
+    assert!(obs.wait_count("accept", 1, Duration::from_secs(60)), "{}", obs.out.tail(20));
+    bzfs.kill_now();
+    assert!(obs.wait_count("reconnecting", 1, Duration::from_secs(30)), "{}", obs.out.tail(20));
+    // The server stays down; --for ends the command while it waits to come back.
+    assert_eq!(obs.wait_exit(Duration::from_secs(30)), Some(0), "{}", obs.out.tail(20));
+    assert!(!obs.out.text().contains("bzhead: the server closed"), "{}", obs.out.tail(20));
+}
