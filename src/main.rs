@@ -14,7 +14,9 @@ use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::cache::WorldCache;
-use bzhead::netwatch::{netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect};
+use bzhead::netwatch::{
+    link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
+};
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 
@@ -505,7 +507,9 @@ fn observe(a: ObserveArgs) -> u8 {
                 NetstatsDue::AskLag => reactor.request_lag_stats(id),
                 NetstatsDue::Print => {
                     if let Some(s) = reactor.session(id).filter(|s| s.is_joined()) {
-                        for line in netstats_lines(s, now, now.saturating_duration_since(start), a.json) {
+                        let t = now.saturating_duration_since(start);
+                        let _ = writeln!(out, "{}", link_line(s, now, t, a.json));
+                        for line in netstats_lines(s, now, t, a.json) {
                             let _ = writeln!(out, "{line}");
                             printed = true;
                         }

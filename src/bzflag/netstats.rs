@@ -219,6 +219,8 @@ pub struct NetStats {
     jitter_limit_ms: f32,
     /// Our own line of the last `/lagstats` reply.
     own_lag: Option<LagLine>,
+    /// The last round trip of a `/lagstats` request to its first reply line, and when it was measured.
+    command_rtt: Option<(Duration, Instant)>,
 }
 
 impl Default for NetStats {
@@ -241,6 +243,7 @@ impl NetStats {
             burrow_depth: -1.32,
             jitter_limit_ms: JITTER_LIMIT_MS,
             own_lag: None,
+            command_rtt: None,
         }
     }
 
@@ -390,6 +393,19 @@ impl NetStats {
     /// Our own link's lag as the server measured it (its `MsgLagPing` round trip, from `/lagstats`), in ms.
     pub fn own_lag_ms(&self, now: Instant) -> Option<f32> {
         self.own_lag.as_ref().filter(|l| now.saturating_duration_since(l.at) <= LAG_MAX_AGE).map(|l| l.lag_ms)
+    }
+
+    /// A request sent at `asked` was answered at `now` (the session measures its `/lagstats` this way).
+    pub fn on_command_answer(&mut self, asked: Instant, now: Instant) {
+        self.command_rtt = Some((now.saturating_duration_since(asked), now));
+    }
+
+    /// Our own link as measured by us: the round trip (ms) of the last `/lagstats` request to the first line of
+    /// its reply, over TCP (the server's turn included), when measured in the last [`LAG_MAX_AGE`].
+    pub fn command_rtt_ms(&self, now: Instant) -> Option<f64> {
+        self.command_rtt
+            .filter(|(_, at)| now.saturating_duration_since(*at) <= LAG_MAX_AGE)
+            .map(|(d, _)| (d.as_secs_f64() * 10_000.0).round() / 10.0)
     }
 
     /// Ids of every tracked player, ascending.
@@ -767,6 +783,10 @@ mod tests {
         assert_eq!(n.own_lag_ms(at), Some(10.0));
         assert_eq!(n.player(4, at).unwrap().lag_ms, Some(10.0));
         assert_eq!(n.own_lag_ms(at + LAG_MAX_AGE + Duration::from_secs(1)), None);
+        assert_eq!(n.command_rtt_ms(at), None);
+        n.on_command_answer(at, at + Duration::from_micros(2345));
+        assert_eq!(n.command_rtt_ms(at + Duration::from_secs(1)), Some(2.3));
+        assert_eq!(n.command_rtt_ms(at + LAG_MAX_AGE + Duration::from_secs(1)), None);
     }
 
     #[test]
@@ -908,6 +928,7 @@ mod session_tests {
         d.server_says("alice            :  42 +-  5ms");
         d.server_says("bob              :  17 +-  2ms 4% lost/ooo (R)");
         assert_eq!(d.chat_lines(), before, "{:?}", d.events);
+        assert!(d.s.net_stats().command_rtt_ms(d.now).is_some());
         let a = d.s.net_stats().player(1, d.now).unwrap();
         let b = d.s.net_stats().player(2, d.now).unwrap();
         assert_eq!((a.lag_ms, a.server_jitter_ms), (Some(42.0), Some(5.0)));

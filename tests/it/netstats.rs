@@ -338,6 +338,12 @@ fn observe_prints_netstats_lines_with_the_documented_shape_and_cadence() {
         assert!(v["flagged"].is_null(), "{v}");
         assert!(v["dr_error"]["p95"].is_number() && v["jitter_ms"].is_number(), "{v}");
     }
+    // Each round starts with a line about our own link: the server's lag figure for us and our own round trip
+    // of the /lagstats request.
+    let links: Vec<&Value> = lines.iter().filter(|v| v["type"] == "link").collect();
+    assert!(links.len() >= rounds.len(), "{}", obs.out.tail(40));
+    let link = links.last().copied().unwrap_or(&Value::Null);
+    assert!(link["lag_ms"].is_number() && link["command_rtt_ms"].is_number() && link["udp"] == true, "{link}");
     // The /lagstats replies feed the figures and are not printed as chat.
     assert!(
         !lines.iter().any(|v| v["type"] == "chat" && v["text"].as_str().is_some_and(|t| t.contains(" : "))),

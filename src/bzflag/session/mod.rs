@@ -292,6 +292,8 @@ pub struct Session {
     lagstats_until: Option<Instant>,
     /// The server refused us `/lagstats` (no permission): not asked again.
     lagstats_denied: bool,
+    /// When the `/lagstats` awaiting its first reply line was sent (for [`NetStats::command_rtt_ms`]).
+    lagstats_asked: Option<Instant>,
 }
 
 /// How long after [`Session::request_lag_stats`] the reply's lines are taken (and not reported as chat).
@@ -333,6 +335,7 @@ impl Session {
             netstats: NetStats::new(),
             lagstats_until: None,
             lagstats_denied: false,
+            lagstats_asked: None,
         }
     }
 
@@ -585,6 +588,7 @@ impl Session {
         }
         self.send_tcp(&ClientMsg::Message { to: player::ALL_PLAYERS, text: "/lagstats".into() });
         self.lagstats_until = Some(now + LAGSTATS_REPLY_WINDOW);
+        self.lagstats_asked = Some(now);
     }
 
     /// Once joined, end the session ([`SessionEnd::Timeout`], exit code 6) when no whole message arrives from the
@@ -810,6 +814,9 @@ impl Session {
         let game = &self.game;
         let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
         if self.netstats.on_server_text(now, text, game.my_id, id_of) {
+            if let Some(asked) = self.lagstats_asked.take() {
+                self.netstats.on_command_answer(asked, now);
+            }
             return true;
         }
         if text.starts_with("You do not have permission to run the lagstats command") {
