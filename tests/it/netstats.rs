@@ -525,3 +525,57 @@ fn leaving_while_waiting_to_reconnect_is_a_clean_end() {
     assert_eq!(obs.wait_exit(Duration::from_secs(30)), Some(0), "{}", obs.out.tail(20));
     assert!(!obs.out.text().contains("bzhead: the server closed"), "{}", obs.out.tail(20));
 }
+
+/// Four hunters fighting (dodging, turning at once, dying and respawning) on a real bzfs for 40 s: however far
+/// their abrupt moves put their error past the tolerance, none is taken for a warper or a lagger.
+#[test]
+fn fighting_hunters_are_not_flagged() {
+    let dir = TempDir::new("netstats-hunters");
+    let bzfs = Bzfs::builder().max_shots(3).world(open_world(&dir, 100)).start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let names = ["hunter1", "hunter2", "hunter3", "hunter4"];
+    for (i, name) in names.iter().enumerate() {
+        let config = BotConfig { callsign: (*name).into(), seed: i as u64 + 1, ..BotConfig::default() };
+        host.add_bot(bzfs.addr(), config, bzhead::bot::brains::by_name("hunter", i as u64 + 1).expect("hunter"));
+    }
+    let obs = host
+        .reactor()
+        .add_session(
+            bzfs.addr(),
+            SessionConfig { callsign: "netwatch".into(), ..SessionConfig::default() },
+            SessionOptions::default(),
+        )
+        .expect("observer");
+    let start = Instant::now();
+    let mut kills = 0;
+    let mut flagged = Vec::new();
+    let mut last_check = start;
+    while start.elapsed() < Duration::from_secs(40) {
+        host.turn(Some(Duration::from_millis(20))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Session { session, event: Event::Kill { .. }, .. } = e {
+                if session == obs {
+                    kills += 1;
+                }
+            }
+        }
+        // Checked every second along the way, not only at the end.
+        let now = Instant::now();
+        if now.duration_since(last_check) >= Duration::from_secs(1) {
+            last_check = now;
+            if let Some(n) = host.reactor().net_stats(obs) {
+                flagged.extend(n.snapshot(now).into_iter().filter(|p| p.flagged.is_some()));
+            }
+        }
+    }
+    let now = Instant::now();
+    let figures = host.reactor().net_stats(obs).expect("observer").snapshot(now);
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(3));
+    for p in &figures {
+        eprintln!("{p:?}");
+    }
+    assert_eq!(figures.iter().filter(|p| p.dr_error.samples >= 20).count(), 4, "{figures:?}\n{}", bzfs.log());
+    assert!(kills >= 1, "the hunters did not fight: {figures:?}");
+    assert!(flagged.is_empty(), "honest hunters flagged: {flagged:?}");
+}
