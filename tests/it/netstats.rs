@@ -579,3 +579,51 @@ fn fighting_hunters_are_not_flagged() {
     assert!(kills >= 1, "the hunters did not fight: {figures:?}");
     assert!(flagged.is_empty(), "honest hunters flagged: {flagged:?}");
 }
+
+/// A recording made with `--netstats` replays to the same events: the `/lagstats` requests are recorded as such,
+/// so their replies are taken in the replay as they were live (not shown as chat).
+#[test]
+fn a_recording_with_netstats_replays_to_the_same_events() {
+    let dir = TempDir::new("netstats-record");
+    let bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bots = bots_in_background(bzfs.addr(), &["taped"], stop.clone());
+    let cache = dir.join("cache");
+    let cache = cache.to_string_lossy();
+    let rec = dir.join("netstats.rec");
+    let rec = rec.to_string_lossy();
+    let mut live = Observe::start(&[
+        "observe",
+        "--json",
+        "--netstats",
+        "1",
+        "--for",
+        "6",
+        "--record",
+        &rec,
+        "--cache-dir",
+        &cache,
+        &bzfs.host_port(),
+    ]);
+    let code = live.wait_exit(Duration::from_secs(60));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = bots.join();
+    assert_eq!(code, Some(0), "{}", live.out.tail(20));
+    let replayed = crate::support::run_bzhead(["replay", "--json", &*rec], Duration::from_secs(60));
+    assert!(replayed.success(), "{}", replayed.describe());
+    let kinds = |lines: Vec<Value>| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|v| !["netstats", "link"].contains(&v["type"].as_str().unwrap_or_default()))
+            .map(|v| format!("{} {}", v["type"], v["text"]))
+            .collect()
+    };
+    let live_kinds = kinds(live.lines());
+    let replay_kinds = kinds(replayed.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+    assert_eq!(live_kinds, replay_kinds);
+    assert!(live.count("link") >= 4, "{}", live.out.tail(20));
+    // The server answered (our own line at least), and no answer showed as chat.
+    let link = live.lines().into_iter().filter(|v| v["type"] == "link").last().unwrap_or(Value::Null);
+    assert!(link["lag_ms"].is_number(), "{link}");
+    assert!(!live_kinds.iter().any(|k| k.starts_with("\"chat\"") && k.contains(" : ")), "{live_kinds:?}");
+}

@@ -586,7 +586,9 @@ impl Session {
         if self.state != State::Joined || self.lagstats_denied {
             return;
         }
-        self.send_tcp(&ClientMsg::Message { to: player::ALL_PLAYERS, text: "/lagstats".into() });
+        // Addressed to the server (bzfs runs a command whoever it is sent to): a `/lagstats` the user typed goes to
+        // everybody, and a recording tells the two apart (see `record::replay`).
+        self.send_tcp(&ClientMsg::Message { to: player::SERVER, text: "/lagstats".into() });
         self.lagstats_until = Some(now + LAGSTATS_REPLY_WINDOW);
         self.lagstats_asked = Some(now);
     }
