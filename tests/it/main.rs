@@ -15,6 +15,7 @@ mod hostile;
 mod install;
 mod hostile_scan;
 mod hostile_worlds;
+mod netstats;
 mod observe;
 mod play;
 mod query_demux;
