@@ -10,7 +10,7 @@
 //! * [`reactor`]: the only code that does I/O. One `mio::Poll` owns every socket and timer, for any number of
 //!   sessions and query scans.
 //! * [`http`]: a sans-IO HTTP/1.1 server side (requests parsed with `httparse`, responses, Server-Sent Events,
-//!   bounded buffers and timeouts) that the reactor serves next to the sessions; `web` builds the live web view
+//!   bounded buffers and timeouts) that the reactor serves next to the sessions; [`web`] builds the live web view
 //!   of `observe --web` on it.
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
@@ -31,5 +31,6 @@ pub mod observer;
 pub mod query;
 pub mod reactor;
 pub mod record;
+pub mod web;
 pub mod wire;
 pub mod world_cmd;

@@ -19,4 +19,5 @@ mod query_host;
 mod query_master;
 mod query_servers;
 mod reactor;
+mod web;
 mod world;

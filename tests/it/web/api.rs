@@ -1,0 +1,122 @@
+//! `/api/state` against a real game: the roster of bzfs, and positions that follow what the bots themselves know.
+
+use std::time::{Duration, Instant};
+
+use bzhead::bot::brains::{Capper, Hunter};
+use bzhead::bot::{BotConfig, BotHost, BotState, HostConfig};
+use bzhead::bzflag::consts::Team;
+
+use super::{api_players, api_state, bzfquery_players, http_get, web_observer};
+use crate::support::Bzfs;
+
+#[test]
+fn api_state_has_the_roster_and_follows_the_bots_real_motion() {
+    let bzfs = Bzfs::builder().ctf().max_players("0,5,5,0,0,6").start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let names = ["runner-red", "runner-green", "hunt-red", "hunt-green"];
+    let ids = [
+        host.add_bot(
+            bzfs.addr(),
+            BotConfig { callsign: names[0].into(), team: Team::Red, ..BotConfig::default() },
+            Box::new(Capper::new(1)),
+        ),
+        host.add_bot(
+            bzfs.addr(),
+            BotConfig { callsign: names[1].into(), team: Team::Green, ..BotConfig::default() },
+            Box::new(Capper::new(2)),
+        ),
+        host.add_bot(
+            bzfs.addr(),
+            BotConfig { callsign: names[2].into(), team: Team::Red, ..BotConfig::default() },
+            Box::new(Hunter::new(3)),
+        ),
+        host.add_bot(
+            bzfs.addr(),
+            BotConfig { callsign: names[3].into(), team: Team::Green, ..BotConfig::default() },
+            Box::new(Hunter::new(4)),
+        ),
+    ];
+    let (obs, addr) = web_observer(&[bzfs.host_port()], &[]);
+    let start = Instant::now();
+    let mut errors = Vec::new();
+    let mut moving = 0;
+    let mut last_poll = Instant::now();
+    let mut last_pos: std::collections::HashMap<String, [f64; 2]> = Default::default();
+    let mut travelled = 0.0f64;
+    let mut roster_checked = false;
+    while start.elapsed() < Duration::from_secs(120) && errors.len() < 200 {
+        host.turn(Some(Duration::from_millis(20))).expect("turn");
+        while host.poll_event().is_some() {}
+        if last_poll.elapsed() < Duration::from_millis(250) {
+            continue;
+        }
+        last_poll = Instant::now();
+        let joined = ids.iter().all(|&b| host.status(b).is_some_and(|s| s.state == BotState::Joined));
+        if !joined {
+            continue;
+        }
+        let state = api_state(addr, 0);
+        if !roster_checked && api_players(&state).len() == names.len() {
+            let roster = bzfquery_players(&bzfs);
+            assert_eq!(api_players(&state), roster, "/api/state vs bzfquery: {state}");
+            assert_eq!(state["v"], 1);
+            assert_eq!(state["server"], 0);
+            assert!(state["world"]["hash"].is_string() && state["world"]["size"].is_number(), "{state}");
+            roster_checked = true;
+        }
+        let size = state["world"]["size"].as_f64().unwrap_or(800.0);
+        for (i, &b) in ids.iter().enumerate() {
+            let Some(tank) = host.tank(b) else { continue };
+            let Some(p) = state["players"].as_array().and_then(|ps| ps.iter().find(|p| p["callsign"] == names[i]))
+            else {
+                continue;
+            };
+            for key in ["id", "team", "type", "alive", "azimuth", "vel", "flag", "score", "net"] {
+                assert!(p.get(key).is_some(), "player without {key:?}: {p}");
+            }
+            if !tank.is_alive() || p["alive"] != true {
+                continue;
+            }
+            let pos = [p["pos"][0].as_f64().unwrap(), p["pos"][1].as_f64().unwrap()];
+            assert!(
+                pos[0].abs() <= size / 2.0 + 1.0 && pos[1].abs() <= size / 2.0 + 1.0,
+                "{} outside the world: {p}",
+                names[i]
+            );
+            let own = tank.own_state();
+            let e = ((pos[0] - own.pos[0] as f64).powi(2) + (pos[1] - own.pos[1] as f64).powi(2)).sqrt();
+            errors.push(e);
+            if let Some(prev) = last_pos.insert(names[i].to_string(), pos) {
+                let d = ((pos[0] - prev[0]).powi(2) + (pos[1] - prev[1]).powi(2)).sqrt();
+                if d > 0.5 {
+                    moving += 1;
+                    travelled += d;
+                }
+            }
+        }
+    }
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(5));
+    assert!(roster_checked, "the roster never matched\n{}", obs.stderr());
+    assert!(errors.len() >= 100, "only {} samples\n{}", errors.len(), obs.stderr());
+    assert!(moving >= 30 && travelled > 100.0, "the bots hardly moved ({moving} moves, {travelled:.0} units)");
+    errors.sort_by(f64::total_cmp);
+    let pct = |q: f64| errors[((errors.len() - 1) as f64 * q) as usize];
+    eprintln!(
+        "/api/state vs the bots' own positions, {} samples: median {:.3}, p90 {:.3}, max {:.3} units",
+        errors.len(),
+        pct(0.5),
+        pct(0.9),
+        pct(1.0)
+    );
+    // The observer reckons each tank from its last update (sent whenever the bot's own prediction is off by more
+    // than _positionTolerance), and the request and the bot's pose are read a few milliseconds apart (25 u/s at
+    // most): within a unit nearly always; spawns and teleports between two reads allow a few outliers.
+    assert!(pct(0.5) < 1.0, "median {}", pct(0.5));
+    assert!(pct(0.9) < 2.5, "p90 {}", pct(0.9));
+    // Unknown servers are a clean 404.
+    let (status, _, _) = http_get(addr, "/api/state?server=7");
+    assert_eq!(status, 404);
+    let (status, _, _) = http_get(addr, "/api/state?server=x");
+    assert_eq!(status, 400);
+}
