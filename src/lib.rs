@@ -15,7 +15,8 @@
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
-//! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
+//! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines); [`netwatch`]: its
+//!   per-player `netstats` lines and `--reconnect` back-off.
 //! * [`cache`]: the on-disk world cache the reactor answers the engine's world requests from.
 //! * [`world_cmd`]: the `world` command (fetch a world, print its model as text or JSON, draw an SVG map).
 //!
@@ -27,6 +28,7 @@ pub mod bot;
 pub mod bzflag;
 pub mod cache;
 pub mod http;
+pub mod netwatch;
 pub mod observer;
 pub mod query;
 pub mod reactor;

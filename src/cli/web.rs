@@ -13,14 +13,15 @@ use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::Limits;
+use bzhead::netwatch::{netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect};
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 use bzhead::web::{Status, WebView};
 
 use crate::{exit, secs, world_cache, ObserveArgs};
 
-/// The most time between two reconnect attempts of one server.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How often the page's lag figures are refreshed (`/lagstats`) when `--netstats` is 0 (no lines printed).
+pub const LAG_REFRESH: Duration = Duration::from_secs(10);
 
 /// Parses the `--web` address: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (bound on 127.0.0.1).
 pub fn web_addr(s: &str) -> Result<SocketAddr, String> {
@@ -36,7 +37,9 @@ struct Server {
     session: Option<SessionId>,
     /// When to connect again (with --reconnect).
     retry_at: Option<Instant>,
-    attempts: u32,
+    backoff: Reconnect,
+    /// When to ask /lagstats and print the netstats lines.
+    net_clock: Option<NetstatsClock>,
     /// Over for good.
     finished: bool,
     exit_code: Option<u8>,
@@ -63,7 +66,8 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
                 addr,
                 session: None,
                 retry_at: None,
-                attempts: 0,
+                backoff: Reconnect::new(),
+                net_clock: None,
                 finished: false,
                 exit_code: None,
             }),
@@ -101,6 +105,12 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
         }
     };
     let start = Instant::now();
+    // The netstats lines as without --web; the page's lag figures want /lagstats now and then even without them.
+    let print_netstats = secs(a.netstats) > Duration::ZERO;
+    let net_every = if print_netstats { secs(a.netstats) } else { LAG_REFRESH };
+    for s in servers.iter_mut() {
+        s.net_clock = NetstatsClock::new(net_every, start);
+    }
     let labels: Vec<(String, SocketAddr)> = servers.iter().map(|s| (s.label.clone(), s.addr)).collect();
     let mut view = WebView::new(&labels, start);
     eprintln!("bzhead: web view on http://{local}/");
@@ -124,8 +134,8 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
     for (si, s) in servers.iter_mut().enumerate() {
         if !connect(&mut reactor, &mut view, si, s, true) {
             if reconnect {
-                s.attempts = 1;
-                s.retry_at = Some(Instant::now() + backoff(1));
+                let (_, delay) = s.backoff.failed(Instant::now());
+                s.retry_at = Some(Instant::now() + delay);
                 view.set_status(&mut reactor, si, Status::Reconnecting);
             } else {
                 return exit::CONNECT;
@@ -160,6 +170,9 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
             if let Some(r) = s.retry_at {
                 wake = wake.min(r);
             }
+            if let Some(c) = &s.net_clock {
+                wake = wake.min(c.deadline());
+            }
         }
         if let Err(e) = reactor.turn(Some(wake.saturating_duration_since(now))) {
             eprintln!("bzhead: event loop failed: {e}");
@@ -192,55 +205,85 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
             left = true;
         }
         let now = Instant::now();
+        let mut printed = false;
         for si in 0..servers.len() {
             if servers[si].retry_at.is_some_and(|t| t <= now) && !left {
                 servers[si].retry_at = None;
                 if !connect(&mut reactor, &mut view, si, &mut servers[si], false) {
-                    servers[si].attempts += 1;
-                    servers[si].retry_at = Some(now + backoff(servers[si].attempts));
+                    let s = &mut servers[si];
+                    let (attempt, delay) = s.backoff.failed(now);
+                    s.retry_at = Some(now + delay);
                     view.set_status(&mut reactor, si, Status::Reconnecting);
+                    let why = format!("cannot connect to {}", s.addr);
+                    let line = reconnecting_line(now.saturating_duration_since(start), a.json, attempt, delay, &why);
+                    let _ = writeln!(out, "{}", tag(&line, si, &s.label, a.json, multi));
+                    printed = true;
                 }
             }
         }
-        let mut printed = false;
         while let Some((sid, at, ev)) = reactor.poll_event() {
             let Some(si) = servers.iter().position(|s| s.session == Some(sid)) else { continue };
-            if let Event::Accept { .. } = ev {
-                servers[si].attempts = 0;
-            }
-            if let Event::Closed { exit_code, .. } = &ev {
-                let code = u8::try_from(*exit_code).unwrap_or(exit::PROTOCOL);
-                let s = &mut servers[si];
-                if reconnect && !left {
-                    s.attempts += 1;
-                    let wait = backoff(s.attempts);
-                    s.retry_at = Some(at + wait);
-                    view.set_status(&mut reactor, si, Status::Reconnecting);
-                    if let Some(end) = reactor.session(sid).and_then(|x| x.end()) {
-                        eprintln!("bzhead: {}: {end}; reconnecting in {wait:?}", s.label);
+            let t = at.saturating_duration_since(start);
+            let mut extra = None;
+            match &ev {
+                Event::Chat { from: player::SERVER, .. } => servers[si].backoff.heard_server_text(at),
+                Event::Accept { .. } => {
+                    if let Some((attempt, down)) = servers[si].backoff.joined(at) {
+                        extra = Some(reconnected_line(t, a.json, attempt, down));
                     }
-                } else {
-                    s.finished = true;
-                    s.exit_code = Some(code);
                 }
+                Event::Closed { exit_code, .. } => {
+                    let code = u8::try_from(*exit_code).unwrap_or(exit::PROTOCOL);
+                    let end = reactor.session(sid).and_then(|x| x.end().cloned());
+                    let s = &mut servers[si];
+                    match end.filter(|e| reconnect && !left && s.backoff.comes_back(e, at)) {
+                        Some(end) => {
+                            let (attempt, delay) = s.backoff.failed(at);
+                            s.retry_at = Some(at + delay);
+                            view.set_status(&mut reactor, si, Status::Reconnecting);
+                            extra = Some(reconnecting_line(t, a.json, attempt, delay, &end.to_string()));
+                        }
+                        None => {
+                            s.finished = true;
+                            s.exit_code = Some(code);
+                        }
+                    }
+                }
+                _ => {}
             }
             view.on_event(&mut reactor, si, at, &ev);
             if filter.allows(&ev) {
-                let t = at.saturating_duration_since(start);
-                let line = match (a.json, multi) {
-                    (true, false) => json_line(t, &ev),
-                    (true, true) => {
-                        let l = json_line(t, &ev);
-                        match l.strip_prefix('{') {
-                            Some(rest) => format!("{{\"server\":{si},{rest}"),
-                            None => l,
+                let line = if a.json { json_line(t, &ev) } else { text_line(&ev) };
+                let _ = writeln!(out, "{}", tag(&line, si, &servers[si].label, a.json, multi));
+                printed = true;
+            }
+            if let Some(line) = extra {
+                let _ = writeln!(out, "{}", tag(&line, si, &servers[si].label, a.json, multi));
+                printed = true;
+            }
+        }
+        for (si, s) in servers.iter_mut().enumerate() {
+            let (Some(sid), Some(clock)) = (s.session, s.net_clock.as_mut()) else { continue };
+            loop {
+                let now = Instant::now();
+                match clock.poll(now) {
+                    NetstatsDue::Nothing => break,
+                    NetstatsDue::AskLag => {
+                        if reactor.session(sid).is_some_and(|x| x.is_joined()) {
+                            reactor.request_lag_stats(sid);
                         }
                     }
-                    (false, false) => text_line(&ev),
-                    (false, true) => format!("[{}] {}", servers[si].label, text_line(&ev)),
-                };
-                let _ = writeln!(out, "{line}");
-                printed = true;
+                    NetstatsDue::Print if print_netstats => {
+                        if let Some(session) = reactor.session(sid).filter(|x| x.is_joined()) {
+                            let t = now.saturating_duration_since(start);
+                            for line in netstats_lines(session, now, t, a.json) {
+                                let _ = writeln!(out, "{}", tag(&line, si, &s.label, a.json, multi));
+                                printed = true;
+                            }
+                        }
+                    }
+                    NetstatsDue::Print => {}
+                }
             }
         }
         if printed {
@@ -284,9 +327,17 @@ fn si_of_record(s: &Server, a: &ObserveArgs) -> bool {
     a.record.is_some() && a.servers.first() == Some(&s.label)
 }
 
-/// Seconds before reconnect attempt `n` (1, 2, 4 ... up to [`MAX_BACKOFF`]).
-pub fn backoff(n: u32) -> Duration {
-    Duration::from_secs(1u64 << n.saturating_sub(1).min(8)).min(MAX_BACKOFF)
+/// With several servers, a line says which one it is about: text lines start with `[LABEL] `, JSON lines get
+/// `"server":N` first.
+fn tag(line: &str, si: usize, label: &str, json: bool, multi: bool) -> String {
+    match (multi, json) {
+        (false, _) => line.to_string(),
+        (true, true) => match line.strip_prefix('{') {
+            Some(rest) => format!("{{\"server\":{si},{rest}"),
+            None => line.to_string(),
+        },
+        (true, false) => format!("[{label}] {line}"),
+    }
 }
 
 #[cfg(test)]
@@ -299,8 +350,8 @@ mod tests {
         assert_eq!(web_addr("0.0.0.0:80").unwrap(), "0.0.0.0:80".parse().unwrap());
         assert_eq!(web_addr("[::1]:8080").unwrap(), "[::1]:8080".parse().unwrap());
         assert!(web_addr("localhost").is_err());
-        assert_eq!(backoff(1), Duration::from_secs(1));
-        assert_eq!(backoff(3), Duration::from_secs(4));
-        assert_eq!(backoff(40), MAX_BACKOFF);
+        assert_eq!(tag(r#"{"v":1}"#, 2, "a", true, true), r#"{"server":2,"v":1}"#);
+        assert_eq!(tag("--- x", 0, "h:1", false, true), "[h:1] --- x");
+        assert_eq!(tag("--- x", 0, "h:1", false, false), "--- x");
     }
 }

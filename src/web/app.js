@@ -80,7 +80,13 @@ function connect() {
   streamStatus = "connecting"; setStatus();
   const s = new EventSource("/events?server=" + current);
   source = s;
-  s.onopen = () => { streamStatus = "live"; setStatus(); };
+  s.onopen = () => {
+    // Every stream (ours, or the browser's own retry) starts with a hello, a full state and the recent feed:
+    // forget what the last one said.
+    shots = new Map();
+    $("feed").replaceChildren(); $("chat").replaceChildren();
+    streamStatus = "live"; setStatus();
+  };
   s.onerror = () => {
     streamStatus = "reconnecting"; setStatus();
     // EventSource retries by itself unless the answer was not a stream; then we retry.
@@ -96,9 +102,6 @@ function connect() {
 
 function onHello(h) {
   observerStatus = h.status; setStatus();
-  // A new stream starts from a full state: forget what the last one said.
-  shots = new Map();
-  $("feed").replaceChildren(); $("chat").replaceChildren();
   setWorld(h.world);
 }
 
@@ -152,7 +155,7 @@ function renderScoreboard(s) {
     tr.dataset.id = String(p.id);
     if (!p.alive) tr.classList.add("dead");
     const n = p.net || null;
-    if (n && (n.flagged || n.warping || n.warning)) tr.classList.add("warn");
+    if (n && n.flagged) { tr.classList.add("warn"); tr.title = "flagged: " + String(n.flagged); }
     const team = el("td", null, "team");
     const sw = el("span", null, "swatch"); sw.style.background = color(p.team);
     team.append(sw, el("span", p.team));
@@ -162,7 +165,7 @@ function renderScoreboard(s) {
       el("td", p.tks), el("td", p.flag || ""), el("td", fmt(n && n.updates_per_s, 1)),
       el("td", fmt(n && n.jitter_ms, 0)), el("td", fmt(dr, 2)), el("td", fmt(n && n.lag_ms, 0)),
     ];
-    if (n && (n.flagged || n.warping)) cells[9].classList.add("bad");
+    if (n && n.flagged) cells[9].classList.add("bad");
     tr.append(...cells);
     return tr;
   });
@@ -290,7 +293,7 @@ function draw(now) {
     const tw = ctx.measureText(label).width;
     const lx = cx + len + 2 + tw > canvas.width ? cx - len - 2 - tw : cx + len + 2;
     ctx.lineWidth = 3; ctx.strokeStyle = "rgba(0,0,0,0.75)"; ctx.strokeText(label, lx, cy - 4);
-    ctx.fillStyle = n && (n.flagged || n.warping) ? "#ff5252" : "#fff";
+    ctx.fillStyle = n && n.flagged ? "#ff5252" : "#fff";
     ctx.fillText(label, lx, cy - 4);
     drawn.push(p.callsign);
   }

@@ -68,9 +68,6 @@ impl Status {
     }
 }
 
-/// Per-player network figures for the page and `/api/state` (the `"net"` object), supplied by the caller.
-pub type NetFigures = dyn Fn(&Reactor, SessionId, u8, Instant) -> Value;
-
 struct ServerView {
     label: String,
     addr: SocketAddr,
@@ -97,7 +94,6 @@ pub struct WebView {
     epoch: Instant,
     seq: u64,
     bytes_pushed: u64,
-    net: Option<Box<NetFigures>>,
 }
 
 impl WebView {
@@ -128,13 +124,7 @@ impl WebView {
             epoch,
             seq: 0,
             bytes_pushed: 0,
-            net: None,
         }
-    }
-
-    /// Supplies the `"net"` figures of each player (without it `"net"` is `null`).
-    pub fn set_net_figures(&mut self, f: Box<NetFigures>) {
-        self.net = Some(f);
     }
 
     /// Server `si`'s observer is now `sid` (a new connection after a reconnect included).
@@ -207,7 +197,7 @@ impl WebView {
         self.broadcast(reactor, si, "feed", &item.to_string());
     }
 
-    fn load_world(&mut self, reactor: &Reactor, si: usize) {
+    fn load_world(&mut self, reactor: &mut Reactor, si: usize) {
         let Some(s) = self.servers.get_mut(si) else { return };
         let Some(session) = s.session.and_then(|sid| reactor.session(sid)) else { return };
         let hash = session.world_hash().map(str::to_string);
@@ -227,6 +217,9 @@ impl WebView {
                 s.tracker = ShotTracker::new();
                 s.remotes.clear();
                 s.sent_shots.clear();
+                // Viewers already there get the new world (a first one, or another after a reconnect).
+                let hello = self.hello_json(si).to_string();
+                self.broadcast(reactor, si, "hello", &hello);
             }
             Err(e) => tracing::warn!(server = %s.addr, error = %e, "cannot model the world; the map stays empty"),
         }
@@ -459,11 +452,15 @@ impl WebView {
         out
     }
 
+    /// A player's network figures ([`crate::bzflag::netstats::PlayerNet`]: updates per second, jitter,
+    /// dead-reckoning error, lag, missing and out-of-order updates, why it is flagged); `null` before its first
+    /// update.
     fn net_of(&self, reactor: &Reactor, sid: SessionId, id: u8, now: Instant) -> Value {
-        match &self.net {
-            Some(f) => f(reactor, sid, id, now),
-            None => Value::Null,
-        }
+        reactor
+            .net_stats(sid)
+            .and_then(|n| n.player(id, now))
+            .and_then(|p| serde_json::to_value(p).ok())
+            .unwrap_or(Value::Null)
     }
 
     fn state_json(&mut self, reactor: &Reactor, si: usize, now: Instant, full: bool) -> Value {

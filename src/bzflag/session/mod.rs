@@ -29,6 +29,7 @@ use super::consts::{
 use super::event::{Event, FlagEvent, QueryPlayer};
 use super::game::Game;
 use super::msg::{datagram_frames, describe_code, Abbv, ClientMsg, FrameBuffer, Message, ServerMsg};
+use super::netstats::NetStats;
 
 /// How often expired shots are dropped from [`Game::shots`].
 const PRUNE_EVERY: Duration = Duration::from_millis(250);
@@ -285,7 +286,14 @@ pub struct Session {
     idle_timeout: Option<Duration>,
     /// When the last whole message arrived (TCP or UDP).
     last_heard: Option<Instant>,
+    /// Per-player network figures, fed by every player update.
+    netstats: NetStats,
+    /// Until when server lines that read like a `/lagstats` reply answer our [`Session::request_lag_stats`].
+    lagstats_until: Option<Instant>,
 }
+
+/// How long after [`Session::request_lag_stats`] the reply's lines are taken (and not reported as chat).
+pub const LAGSTATS_REPLY_WINDOW: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Default)]
 struct QueryAnswer {
@@ -320,6 +328,8 @@ impl Session {
             query: None,
             idle_timeout,
             last_heard: None,
+            netstats: NetStats::new(),
+            lagstats_until: None,
         }
     }
 
@@ -360,6 +370,11 @@ impl Session {
     /// The world hash (32 hex digits) the server announced.
     pub fn world_hash(&self) -> Option<&str> {
         self.world_hash.as_deref()
+    }
+    /// Per-player network diagnostics (update rate, jitter, dead-reckoning error, lag): see
+    /// [`super::netstats`]. Read it with [`NetStats::snapshot`] or [`NetStats::player`] at the current time.
+    pub fn net_stats(&self) -> &NetStats {
+        &self.netstats
     }
     /// Protocol warnings so far (malformed messages skipped, unknown codes, ...).
     pub fn warnings(&self) -> u64 {
@@ -554,6 +569,17 @@ impl Session {
         } else {
             self.transmits.push_back(Transmit { channel: Channel::Tcp, bytes });
         }
+    }
+
+    /// Asks the server for `/lagstats` (every human player's lag and jitter as bzfs measures them, observers
+    /// included). The reply's lines, for [`LAGSTATS_REPLY_WINDOW`], feed [`Session::net_stats`] instead of being
+    /// reported as chat. Does nothing unless joined.
+    pub fn request_lag_stats(&mut self, now: Instant) {
+        if self.state != State::Joined {
+            return;
+        }
+        self.send_tcp(&ClientMsg::Message { to: player::ALL_PLAYERS, text: "/lagstats".into() });
+        self.lagstats_until = Some(now + LAGSTATS_REPLY_WINDOW);
     }
 
     /// Once joined, end the session ([`SessionEnd::Timeout`], exit code 6) when no whole message arrives from the
@@ -873,6 +899,7 @@ impl Session {
                 for (n, v) in &vars {
                     self.game.vars.set(n, v);
                 }
+                self.netstats.set_vars(&self.game.vars);
                 self.events.push_back(Event::SetVar { count, vars });
             }
             M::TeamUpdate { teams } => {
@@ -890,10 +917,12 @@ impl Session {
                 p.team_kills = team_kills;
                 p.callsign = callsign.clone();
                 p.motto = motto.clone();
+                self.netstats.on_join(id);
                 self.events.push_back(Event::Join { id, callsign, team, player_type, motto, wins, losses, team_kills });
             }
             M::RemovePlayer { id } => {
                 let callsign = self.game.players.remove(&id).map(|p| p.callsign).unwrap_or_default();
+                self.netstats.on_leave(id);
                 self.game.shots.retain(|(s, _), _| *s != id);
                 self.events.push_back(Event::Leave { id, callsign });
             }
@@ -1007,6 +1036,7 @@ impl Session {
                 p.paused = false;
                 p.spawn = Some((pos, azimuth));
                 p.last_update = None;
+                self.netstats.on_spawn(id);
                 let callsign = self.game.name_of(id);
                 self.events.push_back(Event::Spawn { id, callsign, pos, azimuth });
             }
@@ -1033,6 +1063,7 @@ impl Session {
                 });
             }
             M::Teleport { player, from, to } => {
+                self.netstats.on_teleport(player);
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Teleport { player, callsign, from, to });
             }
@@ -1047,6 +1078,9 @@ impl Session {
                 self.events.push_back(Event::AutoPilot { player, callsign, on });
             }
             M::PlayerUpdate(u) => {
+                if self.game.players.contains_key(&u.id) {
+                    self.netstats.on_update(now, &u);
+                }
                 let accepted = match self.game.players.get_mut(&u.id) {
                     Some(p) => {
                         let newer = p.last_update.is_none_or(|(last, _)| u.order > last.order);
@@ -1080,6 +1114,13 @@ impl Session {
             }
             M::Message { from, to, kind, text } => {
                 if from == player::SERVER {
+                    if self.lagstats_until.is_some_and(|t| now <= t) && Some(to) == self.game.my_id {
+                        let game = &self.game;
+                        let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
+                        if self.netstats.on_server_text(now, &text, game.my_id, id_of) {
+                            return;
+                        }
+                    }
                     self.last_server_text = Some(text.clone());
                 }
                 let from_callsign = self.game.name_of(from);

@@ -95,6 +95,16 @@ fn api_state_has_the_roster_and_follows_the_bots_real_motion() {
             }
         }
     }
+    // The network figures of each bot (the netstats tracker of the observer's session).
+    let state = api_state(addr, 0);
+    for name in names {
+        let p = state["players"].as_array().and_then(|ps| ps.iter().find(|p| p["callsign"] == name)).cloned();
+        let net = p.map(|p| p["net"].clone()).unwrap_or_default();
+        assert!(net["updates_per_s"].as_f64().is_some_and(|u| u > 1.0), "{name}: {net}");
+        assert!(net["dr_error"]["p95"].is_number(), "{name}: {net}");
+        assert!(net.get("lag_ms").is_some() && net.get("jitter_ms").is_some(), "{name}: {net}");
+        eprintln!("{name}: {net}");
+    }
     host.leave_all();
     let _ = host.run_until(Instant::now() + Duration::from_secs(5));
     assert!(roster_checked, "the roster never matched\n{}", obs.stderr());

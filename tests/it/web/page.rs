@@ -73,3 +73,27 @@ fn chromium_shows_the_scoreboard_and_the_tanks_of_a_real_game() {
         std::fs::write(&docs, &png).expect("write docs/web-view.png");
     }
 }
+
+#[test]
+fn reconnect_across_a_bzfs_restart_with_a_browser_connected() {
+    let mut bzfs = Bzfs::builder().ctf().max_players("0,5,5,0,0,6").start();
+    let (obs, addr) = web_observer(&[bzfs.host_port()], &["--reconnect"]);
+    let mut browser = Browser::open(&format!("http://{addr}/"), 1200, 800);
+    let status_js = "document.getElementById('status').textContent";
+    let (v, ok) = browser.wait_for(status_js, Duration::from_secs(60), |v| v == "live");
+    assert!(ok, "never live: {v}\n{}", obs.stderr());
+    let log = bzfs.kill_now();
+    let (v, ok) = browser.wait_for(status_js, Duration::from_secs(60), |v| v == "reconnecting");
+    assert!(ok, "the page never said reconnecting: {v}\n{}\n{log}", obs.stdout());
+    bzfs.restart(Duration::from_secs(20));
+    let (v, ok) = browser.wait_for(status_js, Duration::from_secs(90), |v| v == "live");
+    assert!(ok, "the page never came back: {v}\nstdout:\n{}\nstderr:\n{}", obs.stdout(), obs.stderr());
+    assert!(obs.stdout().contains("--- reconnected"), "{}", obs.stdout());
+    // The game after the restart reaches the same page: bots that join now are on its scoreboard.
+    let _bots = bots("hunter", 2, &bzfs);
+    let (v, ok) = browser.wait_for(PLAYERS_JS, Duration::from_secs(60), |v| {
+        let s: Value = serde_json::from_str(v.as_str().unwrap_or("{}")).unwrap_or(Value::Null);
+        s["rows"].as_array().is_some_and(|r| r.len() == 2) && s["drawn"].as_array().is_some_and(|d| d.len() == 2)
+    });
+    assert!(ok, "the bots of the restarted server never showed: {v}\n{}", bzfs.log());
+}
