@@ -83,6 +83,8 @@ struct ServerView {
     sent_shots: HashSet<(u8, u16)>,
     feed: VecDeque<Value>,
     dirty: bool,
+    /// When the oldest server message not yet pushed arrived (the delay a `state` reports).
+    dirty_since: Option<Instant>,
     last_push: Option<Instant>,
     last_write: Instant,
 }
@@ -116,6 +118,7 @@ impl WebView {
                     sent_shots: HashSet::new(),
                     feed: VecDeque::new(),
                     dirty: true,
+                    dirty_since: None,
                     last_push: None,
                     last_write: epoch,
                 })
@@ -166,6 +169,7 @@ impl WebView {
     pub fn on_event(&mut self, reactor: &mut Reactor, si: usize, at: Instant, ev: &Event) {
         let Some(s) = self.servers.get_mut(si) else { return };
         s.dirty = true;
+        s.dirty_since.get_or_insert(at);
         let kind = match ev {
             Event::Accept { .. } => {
                 self.load_world(reactor, si);
@@ -335,6 +339,7 @@ impl WebView {
                 }
                 let s = &mut self.servers[si];
                 s.dirty = false;
+                s.dirty_since = None;
                 s.last_push = Some(now);
             } else if s.dirty || moving {
                 next = next.min(s.last_push.map_or(now, |t| t + PUSH_INTERVAL));
@@ -510,8 +515,14 @@ impl WebView {
             .filter(|t| t.team != Team::Observer && (t.size > 0 || t.wins > 0 || t.losses > 0))
             .map(|t| json!({"team": t.team.name(), "size": t.size, "score": t.wins as i32 - t.losses as i32}))
             .collect();
+        // How long the oldest server message in this state waited for it, and the wall clock when it was built:
+        // with them a client on the same machine measures the delay from a server message to its screen.
+        let since_ms = s.dirty_since.map(|d| round3(now.saturating_duration_since(d).as_secs_f32() * 1000.0));
+        let wall_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
         let out = json!({
-            "server": si, "t": t, "status": s.status.name(), "full": full,
+            "server": si, "t": t, "status": s.status.name(), "full": full, "since_ms": since_ms, "wall_ms": wall_ms,
             "time_left": game.seconds_left(now).map(round2),
             "players": players, "teams": teams, "flags": flags_json(game, &phys, now),
             "shots": {"new": new, "gone": gone},

@@ -25,7 +25,9 @@ fn page_state(b: &mut Browser) -> Value {
 
 #[test]
 fn chromium_shows_the_scoreboard_and_the_tanks_of_a_real_game() {
-    let bzfs = Bzfs::builder().ctf().jumping().ricochet().max_players("0,5,5,0,0,6").start();
+    // The project's custom world: boxes, pyramids, teleporters with links, a group, bases, a world weapon.
+    let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/bzflag/custom-world.bzw");
+    let bzfs = Bzfs::builder().ctf().jumping().ricochet().max_shots(3).world(world).max_players("0,5,5,0,0,6").start();
     let _bots = bots("capper,hunter,defender", 6, &bzfs);
     let (obs, addr) = web_observer(&[bzfs.host_port()], &[]);
     // Every bot is in and alive (bzfs' roster through bzfquery).
@@ -56,10 +58,10 @@ fn chromium_shows_the_scoreboard_and_the_tanks_of_a_real_game() {
     let drawn: Vec<String> = s["drawn"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
     assert_eq!(drawn, roster, "tanks drawn on the map vs bzfquery");
     assert_eq!(api_players(&api_state(addr, 0)), roster, "/api/state vs bzfquery");
-    // Let a few kills happen for the feed, then the screenshot for the docs.
+    // Let a few kills happen for the feed, then the screenshot for the docs, with every tank on the map.
     let (v, kills) = browser.wait_for(PLAYERS_JS, Duration::from_secs(90), |v| {
         let s: Value = serde_json::from_str(v.as_str().unwrap_or("{}")).unwrap_or(Value::Null);
-        s["feed"].as_u64().unwrap_or(0) >= 3
+        s["feed"].as_u64().unwrap_or(0) >= 3 && s["drawn"].as_array().is_some_and(|d| d.len() == 6)
     });
     assert!(kills, "no kills in the page's feed: {v}\n{}", bzfs.log());
     assert_eq!(page_state(&mut browser)["html"], 0, "markup in the scoreboard");
