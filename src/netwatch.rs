@@ -179,9 +179,10 @@ pub fn reconnects(end: &SessionEnd) -> bool {
     }
 }
 
-/// A kick's reason is the server's text sent with it (bzfs sends "You were kicked off the server" and the
-/// reason right before the `MsgSuperKill`); server text older than this when the kill came was not about it.
-pub const KICK_TEXT_AGE: Duration = Duration::from_secs(2);
+/// A kick's reason is the server's text sent with it (bzfs writes "You were kicked off the server" and the
+/// reason right before the `MsgSuperKill`, in one go); server text older than this when the kill came was not
+/// about it.
+pub const KICK_TEXT_AGE: Duration = Duration::from_millis(500);
 
 /// Reconnection back-off: 0.5 s, 1 s, 2 s, 4 s, ... up to [`Reconnect::MAX_DELAY`]; back to the start once a
 /// session is in the game again.
