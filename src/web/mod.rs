@@ -320,7 +320,7 @@ impl WebView {
     pub fn tick(&mut self, reactor: &mut Reactor, now: Instant) -> Instant {
         let mut next = now + KEEPALIVE;
         for si in 0..self.servers.len() {
-            self.follow(reactor, si);
+            // The tracker and the reckoning are brought up to date when a state is built, not every turn.
             let s = &self.servers[si];
             let moving = s.tracker.iter().any(|x| x.kind == ShotKind::GuidedMissile)
                 || reactor

@@ -130,3 +130,119 @@ fn api_state_has_the_roster_and_follows_the_bots_real_motion() {
     let (status, _, _) = http_get(addr, "/api/state?server=x");
     assert_eq!(status, 400);
 }
+
+/// A test client that joins as a tank and claims to stand still while every other update puts it 4 units to the
+/// side: updates inconsistent with their own motion.
+struct Warper {
+    me: Option<u8>,
+    spawn: Option<glam::Vec3>,
+    updates: bzhead::bzflag::play::UpdateSender,
+    next: Instant,
+    sent: u32,
+}
+
+impl Warper {
+    fn tick(&mut self, now: Instant, stamp: f32, s: &mut bzhead::bzflag::session::Session) {
+        use bzhead::bzflag::consts::PlayerStatus;
+        use bzhead::bzflag::play::{OwnState, Physics};
+        let (Some(me), Some(spawn)) = (self.me, self.spawn) else { return };
+        if now < self.next {
+            return;
+        }
+        self.next = now + Duration::from_millis(100);
+        let phys = Physics::new(&s.game().vars, s.game().settings.as_ref());
+        let side = if self.sent % 2 == 1 { 4.0 } else { 0.0 };
+        let state = OwnState {
+            status: PlayerStatus::ALIVE,
+            pos: spawn + glam::Vec3::new(side, 0.0, 0.0),
+            vel: glam::Vec3::ZERO,
+            azimuth: 0.0,
+            ang_vel: 0.0,
+            phydrv: -1,
+            sounds: 0,
+            burrow: false,
+        };
+        let u = self.updates.build(now, me, stamp, &state, &phys, &[]);
+        s.send(&bzhead::bzflag::msg::ClientMsg::PlayerUpdate(u));
+        self.sent += 1;
+    }
+}
+
+#[test]
+fn a_warping_tank_is_flagged_on_the_api_and_the_page() {
+    use bzhead::bot::HostEvent;
+    use bzhead::bzflag::event::Event;
+    use bzhead::bzflag::session::SessionConfig;
+    use bzhead::reactor::SessionOptions;
+
+    let bzfs = Bzfs::builder().ctf().max_players("0,5,5,0,0,6").start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "honest".into(), team: Team::Red, ..BotConfig::default() },
+        Box::new(Capper::new(7)),
+    );
+    let warper_sid = host
+        .reactor()
+        .add_session(
+            bzfs.addr(),
+            SessionConfig { callsign: "warper".into(), team: Team::Green, ..SessionConfig::default() },
+            SessionOptions::default(),
+        )
+        .expect("warper");
+    let mut warper = Warper {
+        me: None,
+        spawn: None,
+        updates: bzhead::bzflag::play::UpdateSender::new(),
+        next: Instant::now(),
+        sent: 0,
+    };
+    let (obs, addr) = web_observer(&[bzfs.host_port()], &[]);
+    let start = Instant::now();
+    let mut browser: Option<super::chromium::Browser> = None;
+    let mut flagged = None;
+    let mut page_ok = false;
+    let mut last_check = Instant::now();
+    while start.elapsed() < Duration::from_secs(120) && !(flagged.is_some() && page_ok) {
+        host.turn(Some(Duration::from_millis(10))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            let HostEvent::Session { session, event, .. } = e else { continue };
+            match event {
+                Event::Accept { id } if session == warper_sid => {
+                    warper.me = Some(id);
+                    host.reactor().with_session(warper_sid, |s, _| s.send(&bzhead::bzflag::msg::ClientMsg::Alive));
+                }
+                Event::Spawn { id, pos, .. } if session == warper_sid && Some(id) == warper.me => {
+                    warper.spawn = Some(glam::Vec3::from(pos));
+                }
+                _ => {}
+            }
+        }
+        let stamp = start.elapsed().as_secs_f32();
+        host.reactor().with_session(warper_sid, |s, now| warper.tick(now, stamp, s));
+        if last_check.elapsed() < Duration::from_millis(500) {
+            continue;
+        }
+        last_check = Instant::now();
+        if flagged.is_none() {
+            let state = api_state(addr, 0);
+            let w = state["players"].as_array().and_then(|ps| ps.iter().find(|p| p["callsign"] == "warper")).cloned();
+            if let Some(why) = w.as_ref().and_then(|w| w["net"]["flagged"].as_str()) {
+                flagged = Some(why.to_string());
+                eprintln!("warper: {}", w.unwrap_or_default()["net"]);
+            }
+        } else {
+            let b =
+                browser.get_or_insert_with(|| super::chromium::Browser::open(&format!("http://{addr}/"), 1200, 800));
+            let v = b.eval(
+                "[...document.querySelectorAll('#scoreboard tbody tr.warn td.callsign')].map(td => td.textContent).join(',')",
+            );
+            page_ok = v == "warper";
+        }
+    }
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(3));
+    let why = flagged.unwrap_or_else(|| panic!("the warper was never flagged on /api/state\n{}", obs.stderr()));
+    assert!(why.starts_with("warping"), "{why}");
+    assert!(page_ok, "the page did not mark the warper's row (and only it)");
+}
