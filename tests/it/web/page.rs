@@ -99,3 +99,35 @@ fn reconnect_across_a_bzfs_restart_with_a_browser_connected() {
     });
     assert!(ok, "the bots of the restarted server never showed: {v}\n{}", bzfs.log());
 }
+
+#[test]
+fn two_servers_in_one_process_one_tab_each() {
+    let a = Bzfs::builder().ctf().max_players("0,5,5,0,0,6").start();
+    let b = Bzfs::builder().ctf().max_players("0,5,5,0,0,6").start();
+    let _bots_a = bots("hunter", 2, &a);
+    let _bots_b = bots("capper", 4, &b);
+    let (obs, addr) = web_observer(&[a.host_port(), b.host_port()], &[]);
+    let (status, _, body) = super::http_get(addr, "/api/servers");
+    assert_eq!(status, 200);
+    let list: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(list["servers"].as_array().map(Vec::len), Some(2), "{list}");
+    assert_eq!(list["servers"][1]["address"], b.addr().to_string());
+    let mut browser = Browser::open(&format!("http://{addr}/"), 1200, 800);
+    let rows = |n: usize| {
+        move |v: &Value| {
+            let s: Value = serde_json::from_str(v.as_str().unwrap_or("{}")).unwrap_or(Value::Null);
+            s["rows"].as_array().is_some_and(|r| r.len() == n)
+        }
+    };
+    let (v, ok) = browser.wait_for(PLAYERS_JS, Duration::from_secs(60), rows(2));
+    assert!(ok, "first tab: {v}\n{}", obs.stderr());
+    browser.eval("document.querySelectorAll('#tabs button')[1].click()");
+    let (v, ok) = browser.wait_for(PLAYERS_JS, Duration::from_secs(60), rows(4));
+    assert!(ok, "second tab: {v}\n{}", obs.stderr());
+    assert_eq!(api_players(&api_state(addr, 1)), bzfquery_players(&b));
+    assert_eq!(api_players(&api_state(addr, 0)), bzfquery_players(&a));
+    // Both observers' events are printed, each line saying which server it is about.
+    let out = obs.stdout();
+    assert!(out.contains(&format!("[{}] --- joined the game", a.host_port())), "{out}");
+    assert!(out.contains(&format!("[{}] --- joined the game", b.host_port())), "{out}");
+}
