@@ -18,7 +18,11 @@ let current = -1;
 let source = null;
 let reconnectTimer = null;
 let world = null;           // { size, links, bases, water, hash }
-let state = null;           // the last "state", with recv = performance.now() when it came
+let state = null;           // the last "state" (time, time left, status), with recv = performance.now()
+let players = new Map();    // id -> { p, recv }: each player as its last state had it, and when that came
+let netById = new Map();    // id -> network figures (sent once a second)
+let flags = new Map();      // index -> flag
+let teams = [];
 let shots = new Map();      // key -> { shot, recv }
 let streamStatus = "connecting";
 let observerStatus = "connecting";
@@ -67,7 +71,7 @@ function select(i) {
   current = i;
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("active", b.dataset.server === String(i)));
   $("server-label").textContent = servers[i] ? servers[i].address : "";
-  world = null; state = null; shots = new Map();
+  world = null; state = null; shots = new Map(); players = new Map(); netById = new Map(); flags = new Map();
   $("feed").replaceChildren(); $("chat").replaceChildren();
   $("scoreboard").tBodies[0].replaceChildren();
   $("map").hidden = true; $("mapnote").hidden = false;
@@ -127,34 +131,41 @@ function onState(s) {
       if (sv && sv.world && !world) connect();
     }).catch(() => {});
   }
-  if (s.full) shots = new Map();
+  // A full state replaces everything; the others carry only what changed.
+  if (s.full) { shots = new Map(); players = new Map(); netById = new Map(); flags = new Map(); }
   for (const sh of s.shots.new) shots.set(sh.key, { shot: sh, recv: s.recv });
   for (const k of s.shots.gone) shots.delete(k);
+  for (const p of s.players) players.set(p.id, { p, recv: s.recv });
+  for (const id of s.gone || []) { players.delete(id); netById.delete(id); }
+  for (const f of s.flags || []) flags.set(f.index, f);
+  for (const i of s.flags_gone || []) flags.delete(i);
+  if (s.net) { netById = new Map(Object.entries(s.net).map(([k, v]) => [Number(k), v])); }
+  if (s.teams) teams = s.teams;
   state = s;
-  renderScoreboard(s);
+  if (s.full || s.players.length || s.gone || s.net || s.teams) renderScoreboard();
 }
 
 function fmt(x, digits) {
   return (typeof x === "number" && isFinite(x)) ? x.toFixed(digits) : "–";
 }
 
-function renderScoreboard(s) {
-  const teams = $("teams");
-  teams.replaceChildren();
-  for (const t of s.teams || []) {
+function renderScoreboard() {
+  const box = $("teams");
+  box.replaceChildren();
+  for (const t of teams) {
     const span = el("span");
     const sw = el("span", null, "swatch"); sw.style.background = color(t.team);
     span.append(sw, el("span", `${t.team} ${t.score} (${t.size})`));
-    teams.appendChild(span);
+    box.appendChild(span);
   }
-  const rows = s.players.filter((p) => p.team !== "observer")
+  const rows = [...players.values()].map((e) => e.p).filter((p) => p.team !== "observer")
     .sort((a, b) => (b.wins - b.losses) - (a.wins - a.losses) || a.id - b.id);
   const body = $("scoreboard").tBodies[0];
   const trs = rows.map((p) => {
     const tr = el("tr");
     tr.dataset.id = String(p.id);
     if (!p.alive) tr.classList.add("dead");
-    const n = p.net || null;
+    const n = netById.get(p.id) || null;
     if (n && n.flagged) { tr.classList.add("warn"); tr.title = "flagged: " + String(n.flagged); }
     const team = el("td", null, "team");
     const sw = el("span", null, "swatch"); sw.style.background = color(p.team);
@@ -215,7 +226,7 @@ function draw(now) {
   const T = transform();
   // Sizes of marks and labels in CSS pixels, whatever the map's size.
   const scale = window.devicePixelRatio || 1;
-  const dt = Math.min(2, Math.max(0, (now - state.recv) / 1000));
+  const dt = Math.min(60, Math.max(0, (now - state.recv) / 1000));
 
   // Teleporter links.
   ctx.save();
@@ -228,7 +239,7 @@ function draw(now) {
   // Flags on the ground and in flight (carried ones are drawn with their tank).
   ctx.font = `${Math.round(10 * scale)}px sans-serif`;
   ctx.lineJoin = "round";
-  for (const f of state.flags) {
+  for (const f of flags.values()) {
     if (f.status === "on_tank" || f.owner != null) continue;
     const x = T.x(f.pos[0]), y = T.y(f.pos[1]);
     const r = (f.team_flag ? 6 : 4) * scale;
@@ -273,10 +284,9 @@ function draw(now) {
   // Tanks at their extrapolated poses.
   const drawn = [];
   ctx.font = `600 ${Math.round(12 * scale)}px sans-serif`;
-  for (const p of state.players) {
+  for (const { p, recv } of players.values()) {
     if (p.team === "observer" || !p.alive) continue;
-    const x = p.pos[0] + p.vel[0] * dt, y = p.pos[1] + p.vel[1] * dt;
-    const az = p.az + p.av * dt;
+    const [x, y, az] = reckon(p, Math.min(5, Math.max(0, (now - recv) / 1000)));
     const cx = T.x(x), cy = T.y(y);
     const len = Math.max(9 * scale, 6 * T.k), wid = Math.max(6 * scale, 4.2 * T.k);
     ctx.save();
@@ -287,7 +297,7 @@ function draw(now) {
     ctx.moveTo(len, 0); ctx.lineTo(-len * 0.7, wid); ctx.lineTo(-len * 0.4, 0); ctx.lineTo(-len * 0.7, -wid);
     ctx.closePath(); ctx.fill(); ctx.stroke();
     ctx.restore();
-    const n = p.net;
+    const n = netById.get(p.id);
     const label = p.callsign + (p.flag ? ` [${p.flag}]` : "");
     // The label on the right of the tank, or on its left near the map's right edge.
     const tw = ctx.measureText(label).width;
@@ -305,6 +315,15 @@ function draw(now) {
   const left = typeof state.time_left === "number" && state.time_left > 0 ? ` · ${clock(state.time_left - dt)} left` : "";
   $("clock").textContent = `observed ${clock(t)}${left}`;
   requestAnimationFrame(draw);
+}
+
+// Where a tank is `dt` seconds after its state: moving on the arc its velocity and angular velocity describe
+// (the dead reckoning a BZFlag client does between two updates), or straight on when it does not turn.
+function reckon(p, dt) {
+  const w = p.av;
+  if (Math.abs(w) < 1e-4) return [p.pos[0] + p.vel[0] * dt, p.pos[1] + p.vel[1] * dt, p.az];
+  const s = Math.sin(w * dt), c = 1 - Math.cos(w * dt);
+  return [p.pos[0] + (p.vel[0] * s - p.vel[1] * c) / w, p.pos[1] + (p.vel[1] * s + p.vel[0] * c) / w, p.az + w * dt];
 }
 
 function teamOfFlag(abbv) {

@@ -40,6 +40,8 @@ pub const KEEPALIVE: Duration = Duration::from_secs(15);
 pub const FEED_LEN: usize = 40;
 /// How soon the browser reconnects a dropped stream (the SSE `retry`).
 pub const RETRY_MS: u32 = 1000;
+/// How often a `state` carries every player's network figures (they change slowly; other states leave them out).
+pub const NET_INTERVAL: Duration = Duration::from_secs(1);
 
 const PAGE: &str = include_str!("page.html");
 const APP_JS: &str = include_str!("app.js");
@@ -79,8 +81,13 @@ struct ServerView {
     links: Value,
     tracker: ShotTracker,
     remotes: HashMap<u8, RemoteTank>,
-    /// Shots the viewers were sent.
+    /// What the viewers were last sent: shots, and a signature of each player and flag (see [`WebView::state_json`]).
     sent_shots: HashSet<(u8, u16)>,
+    sent_players: HashMap<u8, u64>,
+    sent_flags: HashMap<u16, u64>,
+    sent_teams: u64,
+    /// When the viewers were last sent everybody's network figures.
+    last_net: Option<Instant>,
     feed: VecDeque<Value>,
     dirty: bool,
     /// When the oldest server message not yet pushed arrived (the delay a `state` reports).
@@ -116,6 +123,10 @@ impl WebView {
                     tracker: ShotTracker::new(),
                     remotes: HashMap::new(),
                     sent_shots: HashSet::new(),
+                    sent_players: HashMap::new(),
+                    sent_flags: HashMap::new(),
+                    sent_teams: 0,
+                    last_net: None,
                     feed: VecDeque::new(),
                     dirty: true,
                     dirty_since: None,
@@ -332,10 +343,6 @@ impl WebView {
                 if has_viewers {
                     let state = self.state_json(reactor, si, now, false);
                     self.broadcast(reactor, si, "state", &state.to_string());
-                } else {
-                    // Nobody watches: remember what a newcomer's full state will hold anyway.
-                    let s = &mut self.servers[si];
-                    s.sent_shots = s.tracker.iter().map(|x| (x.shooter, x.shot_id)).collect();
                 }
                 let s = &mut self.servers[si];
                 s.dirty = false;
@@ -468,34 +475,64 @@ impl WebView {
             .unwrap_or(Value::Null)
     }
 
+    /// A `state` for the viewers of server `si`: with `full`, everything (for a viewer that just connected);
+    /// else only what changed since the last broadcast: the players whose last update, status, flag or score
+    /// changed (the page extrapolates the others from their velocity and angular velocity), those gone, new and
+    /// gone shots, changed flags (flying ones every time), the teams when they changed, and every player's network
+    /// figures once per [`NET_INTERVAL`].
     fn state_json(&mut self, reactor: &Reactor, si: usize, now: Instant, full: bool) -> Value {
         self.follow(reactor, si);
         let s = &self.servers[si];
         let t = round3(now.saturating_duration_since(self.epoch).as_secs_f32());
-        let Some(sid) = s.session else { return json!({"server": si, "t": t, "players": []}) };
+        let Some(sid) = s.session else { return json!({"server": si, "t": t, "full": true, "players": []}) };
         let Some(game) = reactor.session(sid).map(|x| x.game()) else {
-            return json!({"server": si, "t": t, "players": []});
+            return json!({"server": si, "t": t, "full": true, "players": []});
         };
         let phys = Physics::new(&game.vars, game.settings.as_ref());
-        let mut players: Vec<&crate::bzflag::game::Player> = game.players.values().collect();
-        players.sort_by_key(|p| p.id);
-        let players: Vec<Value> = players
-            .iter()
-            .map(|p| {
-                let (pos, vel, az, ang) = pose_of(game, &phys, p, &s.remotes, now);
-                let nr = s
-                    .remotes
-                    .get(&p.id)
-                    .is_some_and(|r| r.at(now, phys.gravity, 0.0, phys.not_responding_time).not_responding);
-                json!({
-                    "id": p.id, "callsign": p.callsign, "team": p.team.name(), "type": p.player_type.name(),
-                    "alive": p.alive, "paused": p.paused, "nr": nr, "pos": pos, "vel": vel, "az": az, "av": ang,
-                    "flag": p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv().to_string()),
-                    "wins": p.wins, "losses": p.losses, "tks": p.team_kills,
-                    "net": self.net_of(reactor, sid, p.id, now),
-                })
-            })
-            .collect();
+        let mut ids: Vec<u8> = game.players.keys().copied().collect();
+        ids.sort_unstable();
+        let mut player_sigs = HashMap::with_capacity(ids.len());
+        let mut players = Vec::new();
+        for id in &ids {
+            let Some(p) = game.players.get(id) else { continue };
+            let flag = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv().to_string());
+            let nr = s
+                .remotes
+                .get(&p.id)
+                .is_some_and(|r| r.at(now, phys.gravity, 0.0, phys.not_responding_time).not_responding);
+            let sig = signature(&(
+                p.last_update.map(|u| u.1),
+                p.alive,
+                p.paused,
+                nr,
+                p.team.to_i16(),
+                &flag,
+                (p.wins, p.losses, p.team_kills),
+                &p.callsign,
+            ));
+            player_sigs.insert(p.id, sig);
+            if !full && s.sent_players.get(&p.id) == Some(&sig) {
+                continue;
+            }
+            let (pos, vel, az, ang) = pose_of(game, &phys, p, &s.remotes, now);
+            players.push(json!({
+                "id": p.id, "callsign": p.callsign, "team": p.team.name(), "type": p.player_type.name(),
+                "alive": p.alive, "paused": p.paused, "nr": nr, "pos": pos, "vel": vel, "az": az, "av": ang,
+                "flag": flag, "wins": p.wins, "losses": p.losses, "tks": p.team_kills,
+            }));
+        }
+        let gone_players: Vec<u8> = if full {
+            Vec::new()
+        } else {
+            s.sent_players.keys().filter(|id| !player_sigs.contains_key(id)).copied().collect()
+        };
+        let send_net = full || s.last_net.is_none_or(|t| now >= t + NET_INTERVAL);
+        let net: Option<serde_json::Map<String, Value>> = send_net.then(|| {
+            ids.iter()
+                .filter(|id| game.players.get(id).is_some_and(|p| p.team != Team::Observer))
+                .map(|id| (id.to_string(), self.net_of(reactor, sid, *id, now)))
+                .collect()
+        });
         let current: HashSet<(u8, u16)> = s.tracker.iter().map(|x| (x.shooter, x.shot_id)).collect();
         let new: Vec<Value> = s
             .tracker
@@ -508,6 +545,21 @@ impl WebView {
         } else {
             s.sent_shots.difference(&current).map(|(a, b)| format!("{a}:{b}")).collect()
         };
+        let mut flag_sigs = HashMap::new();
+        let mut flags = Vec::new();
+        for f in flags_json(game, &phys, now).as_array().into_iter().flatten() {
+            let index = f["index"].as_u64().unwrap_or(0) as u16;
+            let sig = signature(&f.to_string());
+            flag_sigs.insert(index, sig);
+            if full || s.sent_flags.get(&index) != Some(&sig) {
+                flags.push(f.clone());
+            }
+        }
+        let flags_gone: Vec<u16> = if full {
+            Vec::new()
+        } else {
+            s.sent_flags.keys().filter(|i| !flag_sigs.contains_key(i)).copied().collect()
+        };
         let teams: Vec<Value> = game
             .teams
             .iter()
@@ -515,23 +567,48 @@ impl WebView {
             .filter(|t| t.team != Team::Observer && (t.size > 0 || t.wins > 0 || t.losses > 0))
             .map(|t| json!({"team": t.team.name(), "size": t.size, "score": t.wins as i32 - t.losses as i32}))
             .collect();
+        let teams_sig = signature(&Value::Array(teams.clone()).to_string());
         // How long the oldest server message in this state waited for it, and the wall clock when it was built:
         // with them a client on the same machine measures the delay from a server message to its screen.
         let since_ms = s.dirty_since.map(|d| round3(now.saturating_duration_since(d).as_secs_f32() * 1000.0));
         let wall_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-        let out = json!({
+        let mut out = json!({
             "server": si, "t": t, "status": s.status.name(), "full": full, "since_ms": since_ms, "wall_ms": wall_ms,
             "time_left": game.seconds_left(now).map(round2),
-            "players": players, "teams": teams, "flags": flags_json(game, &phys, now),
-            "shots": {"new": new, "gone": gone},
+            "players": players, "flags": flags, "shots": {"new": new, "gone": gone},
         });
+        if !gone_players.is_empty() {
+            out["gone"] = json!(gone_players);
+        }
+        if !flags_gone.is_empty() {
+            out["flags_gone"] = json!(flags_gone);
+        }
+        if full || teams_sig != s.sent_teams {
+            out["teams"] = Value::Array(teams);
+        }
+        if let Some(net) = net {
+            out["net"] = Value::Object(net);
+        }
         if !full {
-            self.servers[si].sent_shots = current;
+            let s = &mut self.servers[si];
+            s.sent_shots = current;
+            s.sent_players = player_sigs;
+            s.sent_flags = flag_sigs;
+            s.sent_teams = teams_sig;
+            if send_net {
+                s.last_net = Some(now);
+            }
         }
         out
     }
+}
+
+/// A 64-bit signature of a value (to tell whether it changed since it was last sent).
+fn signature(v: &impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(v)
 }
 
 /// A player's pose at `now`: position, velocity, azimuth and angular velocity (rounded for the wire), from its
