@@ -81,6 +81,9 @@ struct ServerView {
     links: Value,
     tracker: ShotTracker,
     remotes: HashMap<u8, RemoteTank>,
+    /// The server's physics, read from its variables (evaluating their expressions) once, and again after a
+    /// `MsgSetVar`, new settings or a new join.
+    phys: Option<Physics>,
     /// What the viewers were last sent: shots, and a signature of each player and flag (see [`WebView::state_json`]).
     sent_shots: HashSet<(u8, u16)>,
     sent_players: HashMap<u8, u64>,
@@ -122,6 +125,7 @@ impl WebView {
                     links: json!([]),
                     tracker: ShotTracker::new(),
                     remotes: HashMap::new(),
+                    phys: None,
                     sent_shots: HashSet::new(),
                     sent_players: HashMap::new(),
                     sent_flags: HashMap::new(),
@@ -181,6 +185,9 @@ impl WebView {
         let Some(s) = self.servers.get_mut(si) else { return };
         s.dirty = true;
         s.dirty_since.get_or_insert(at);
+        if matches!(ev, Event::SetVar { .. } | Event::Settings(_) | Event::Accept { .. } | Event::Hello { .. }) {
+            s.phys = None;
+        }
         let kind = match ev {
             Event::Accept { .. } => {
                 self.load_world(reactor, si);
@@ -368,8 +375,8 @@ impl WebView {
     fn follow(&mut self, reactor: &Reactor, si: usize) {
         let s = &mut self.servers[si];
         let Some(game) = s.session.and_then(|sid| reactor.session(sid)).map(|x| x.game()) else { return };
-        let phys = Physics::new(&game.vars, game.settings.as_ref());
-        s.tracker.sync(&game.shots, &phys, s.world.as_ref());
+        let phys = s.phys.get_or_insert_with(|| Physics::new(&game.vars, game.settings.as_ref()));
+        s.tracker.sync(&game.shots, phys, s.world.as_ref());
         let drivers = s.world.as_ref().map(|w| w.physics_drivers.as_slice()).unwrap_or(&[]);
         s.remotes.retain(|id, _| game.players.contains_key(id));
         for p in game.players.values() {
@@ -422,7 +429,7 @@ impl WebView {
         });
         let Some(sid) = s.session else { return out };
         let Some(game) = reactor.session(sid).map(|x| x.game()) else { return out };
-        let phys = Physics::new(&game.vars, game.settings.as_ref());
+        let Some(phys) = s.phys.clone() else { return out };
         out["time_left"] = json!(game.seconds_left(now).map(round2));
         out["teams"] = game
             .teams
@@ -488,7 +495,7 @@ impl WebView {
         let Some(game) = reactor.session(sid).map(|x| x.game()) else {
             return json!({"server": si, "t": t, "full": true, "players": []});
         };
-        let phys = Physics::new(&game.vars, game.settings.as_ref());
+        let Some(phys) = s.phys.clone() else { return json!({"server": si, "t": t, "full": true, "players": []}) };
         let mut ids: Vec<u8> = game.players.keys().copied().collect();
         ids.sort_unstable();
         let mut player_sigs = HashMap::with_capacity(ids.len());
