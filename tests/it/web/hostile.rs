@@ -199,8 +199,10 @@ fn read_stream(s: &mut TcpStream, limit: Duration) -> (usize, usize) {
 
 #[test]
 fn a_stalled_viewer_is_dropped_and_does_not_slow_the_others() {
-    let bzfs = Bzfs::builder().ctf().max_players("0,5,5,0,0,6").start();
-    let _bots = bots("hunter,capper", 8, &bzfs);
+    // Twenty bots, so that states come fast enough to fill the stalled viewer's queue (512 KiB) and the kernel's
+    // buffers in well under a minute (a state holds only what changed: about 25 KB/s with twenty bots).
+    let bzfs = Bzfs::builder().ctf().max_players("0,10,10,0,0,6").start();
+    let _bots = bots("hunter,capper", 20, &bzfs);
     let mut cmd = crate::support::bzhead(["observe", "--web", "127.0.0.1:0", "--no-cache", &bzfs.host_port()]);
     cmd.env("BZHEAD_LOG", "bzhead::reactor::http=debug");
     let obs = Spawned::start(cmd);
@@ -222,7 +224,7 @@ fn a_stalled_viewer_is_dropped_and_does_not_slow_the_others() {
     // Until the stalled one is dropped, the reader keeps getting states at the usual pace.
     let start = Instant::now();
     let mut windows = Vec::new();
-    while start.elapsed() < Duration::from_secs(120) && !obs.stderr().contains("send queue full") {
+    while start.elapsed() < Duration::from_secs(95) && !obs.stderr().contains("send queue full") {
         windows.push(read_stream(&mut reader, Duration::from_secs(2)));
     }
     let dropped_after = start.elapsed();
