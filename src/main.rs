@@ -14,7 +14,9 @@ use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::cache::WorldCache;
-use bzhead::netwatch::{netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect};
+use bzhead::netwatch::{
+    link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
+};
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 
@@ -306,6 +308,7 @@ fn observe(a: ObserveArgs) -> u8 {
     // With --reconnect: each observer's back-off, and when its next connect is due.
     let mut backoff = vec![Reconnect::new(); count as usize];
     let mut pending: Vec<Option<Instant>> = vec![None; count as usize];
+    let mut left_while_away = false;
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
     // With --count: the other observers, connected one after another. `observers[k - 1]` is observer k's session
     // once it has connected; `next_connect` is when the next one does.
@@ -382,6 +385,8 @@ fn observe(a: ObserveArgs) -> u8 {
             left = true;
         }
         if left {
+            // Leaving (/quit, --for, a signal) while the first observer waits to come back is a clean end.
+            left_while_away |= pending.first().is_some_and(Option::is_some);
             pending.iter_mut().for_each(|p| *p = None);
         }
         let mut printed = false;
@@ -392,7 +397,13 @@ fn observe(a: ObserveArgs) -> u8 {
             }
             pending[k - 1] = None;
             reactor.remove_session(observers[k - 1]);
-            let options = SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+            // (`..default()`: other options may be added to SessionOptions.)
+            #[allow(clippy::needless_update)]
+            let options = SessionOptions {
+                record: None,
+                cache: world_cache(a.no_cache, a.cache_dir.clone()),
+                ..SessionOptions::default()
+            };
             match reactor.add_session(addr, config_for(k as u32), options) {
                 Ok(o) => {
                     observers[k - 1] = o;
@@ -437,7 +448,11 @@ fn observe(a: ObserveArgs) -> u8 {
                             let (attempt, delay) = backoff[k - 1].failed(at);
                             pending[k - 1] = Some(at + delay);
                             if k == 1 {
-                                print(&mut out, at, &ev);
+                                // The first end of a streak is printed; the failed attempts after it only as
+                                // "reconnecting" lines.
+                                if attempt == 1 {
+                                    print(&mut out, at, &ev);
+                                }
                                 let t = at.saturating_duration_since(start);
                                 let _ =
                                     writeln!(out, "{}", reconnecting_line(t, a.json, attempt, delay, &end.to_string()));
@@ -504,7 +519,9 @@ fn observe(a: ObserveArgs) -> u8 {
                 NetstatsDue::AskLag => reactor.request_lag_stats(id),
                 NetstatsDue::Print => {
                     if let Some(s) = reactor.session(id).filter(|s| s.is_joined()) {
-                        for line in netstats_lines(s, now, now.saturating_duration_since(start), a.json) {
+                        let t = now.saturating_duration_since(start);
+                        let _ = writeln!(out, "{}", link_line(s, now, t, a.json));
+                        for line in netstats_lines(s, now, t, a.json) {
                             let _ = writeln!(out, "{line}");
                             printed = true;
                         }
@@ -522,6 +539,9 @@ fn observe(a: ObserveArgs) -> u8 {
         {
             break;
         }
+    }
+    if left_while_away {
+        return other_code;
     }
     if let Some(end) = reactor.session(id).and_then(|s| s.end()) {
         if end.exit_code() != 0 {

@@ -11,6 +11,8 @@
 //!   "dr_error":{"p50","p95","max","samples"},"lag_ms","server_jitter_ms","server_loss_pct","updates",
 //!   "out_of_order","missing","since_last_ms","flagged"}`, one per player (observers left out) every
 //!   `--netstats` seconds; see [`crate::bzflag::netstats`] for what each figure means;
+//! * `{"v":1,"t":T,"type":"link","lag_ms","command_rtt_ms","udp"}` about our own link, before them
+//!   ([`link_line`]);
 //! * `{"v":1,"t":T,"type":"reconnecting","attempt":N,"in_ms":MS,"reason":"..."}` when the session ended and
 //!   attempt `N` will connect in `MS` milliseconds;
 //! * `{"v":1,"t":T,"type":"reconnected","attempt":N,"down_ms":MS}` when a new session is in the game again
@@ -102,6 +104,35 @@ pub fn netstats_lines(session: &Session, now: Instant, t: Duration, json: bool) 
             })
         })
         .collect()
+}
+
+/// The line about our own link, printed with the netstats lines: its lag as the server measured it (`/lagstats`,
+/// the `MsgLagPing` round trip) and the round trip we measured of that request, over TCP (ms, `null` when not
+/// known), and whether the UDP link is up. JSON `{"v":1,"t":T,"type":"link","lag_ms","command_rtt_ms","udp"}`.
+pub fn link_line(session: &Session, now: Instant, t: Duration, json: bool) -> String {
+    let net = session.net_stats();
+    let lag_ms = net.own_lag_ms(now).map(f64::from);
+    let command_rtt_ms = net.command_rtt_ms(now);
+    let udp = session.udp_up();
+    if json {
+        #[derive(Serialize)]
+        struct Line {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            lag_ms: Option<f64>,
+            command_rtt_ms: Option<f64>,
+            udp: bool,
+        }
+        with_t(t, &Line { kind: "link", lag_ms, command_rtt_ms, udp })
+    } else {
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1} ms"));
+        format!(
+            "--- our link: lag {} (server), /lagstats round trip {} (ours), UDP {}",
+            ms(lag_ms),
+            ms(command_rtt_ms),
+            if udp { "up" } else { "down" }
+        )
+    }
 }
 
 /// One `netstats` JSON line.

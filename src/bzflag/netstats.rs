@@ -10,7 +10,8 @@
 //! * **dead-reckoning error**: where the tank's previous update, dead-reckoned with the engine's own
 //!   [`Reckoning`] to the time of the next update (by the sender's clock: the timestamps' difference), puts it,
 //!   against where that next update says it is, in world units (3-D distance). Median, p95 and max of the last
-//!   [`DR_WINDOW`] samples. Samples across a death, a spawn, a pause or a teleport are not taken;
+//!   [`DR_WINDOW`] samples. Samples across a death, a spawn, a pause, a teleport or a physics driver are not
+//!   taken; a Wings carrier falls under `_wingsGravity`;
 //! * **out-of-order** updates (an `order` not above the last one: the official client drops them) and
 //!   **missing** ones (gaps in `order`; an update that comes late counts in both);
 //! * **time since the last update**;
@@ -128,6 +129,8 @@ struct Track {
     out_of_order: u64,
     missing: u64,
     lag: Option<LagLine>,
+    /// Carries Wings (falls under `_wingsGravity`).
+    wings: bool,
 }
 
 impl Track {
@@ -142,6 +145,7 @@ impl Track {
             out_of_order: 0,
             missing: 0,
             lag: None,
+            wings: false,
         }
     }
 }
@@ -206,6 +210,7 @@ pub fn parse_lagstats_line(text: &str, at: Instant) -> Option<LagLine> {
 pub struct NetStats {
     players: HashMap<u8, Track>,
     gravity: f32,
+    wings_gravity: f32,
     position_tolerance: f32,
     tank_speed: f32,
     throttle_rate: f32,
@@ -214,6 +219,8 @@ pub struct NetStats {
     jitter_limit_ms: f32,
     /// Our own line of the last `/lagstats` reply.
     own_lag: Option<LagLine>,
+    /// The last round trip of a `/lagstats` request to its first reply line, and when it was measured.
+    command_rtt: Option<(Duration, Instant)>,
 }
 
 impl Default for NetStats {
@@ -228,6 +235,7 @@ impl NetStats {
         NetStats {
             players: HashMap::new(),
             gravity: -9.8,
+            wings_gravity: -9.8,
             position_tolerance: 0.09,
             tank_speed: 25.0,
             throttle_rate: 30.0,
@@ -235,6 +243,7 @@ impl NetStats {
             burrow_depth: -1.32,
             jitter_limit_ms: JITTER_LIMIT_MS,
             own_lag: None,
+            command_rtt: None,
         }
     }
 
@@ -242,6 +251,7 @@ impl NetStats {
     /// `_updateThrottleRate`, `_notRespondingTime`, `_burrowDepth`); call it when they change.
     pub fn set_vars(&mut self, vars: &VarStore) {
         self.gravity = sane(vars.get_f32("_gravity", -9.8));
+        self.wings_gravity = sane(vars.get_f32("_wingsGravity", self.gravity));
         self.position_tolerance = sane(vars.get_f32("_positionTolerance", 0.09)).max(0.0);
         self.tank_speed = sane(vars.get_f32("_tankSpeed", 25.0)).abs();
         self.throttle_rate = sane(vars.get_f32("_updateThrottleRate", 30.0)).max(0.0);
@@ -290,6 +300,13 @@ impl NetStats {
         self.break_motion(id);
     }
 
+    /// A player's flag changed (`None`: no flag): a Wings carrier falls under `_wingsGravity`.
+    pub fn on_flag(&mut self, id: u8, abbv: Option<&str>) {
+        if let Some(t) = self.players.get_mut(&id) {
+            t.wings = abbv == Some("WG");
+        }
+    }
+
     /// A player went through a teleporter: no error sample across it.
     pub fn on_teleport(&mut self, id: u8) {
         self.break_motion(id);
@@ -303,8 +320,9 @@ impl NetStats {
 
     /// A player update arrived at `now` (every one, also those the session drops as out of order).
     pub fn on_update(&mut self, now: Instant, u: &PlayerUpdate) {
-        let (gravity, burrow) = (self.gravity, self.burrow_depth);
+        let burrow = self.burrow_depth;
         let t = self.players.entry(u.id).or_insert_with(Track::new);
+        let gravity = if t.wings { self.wings_gravity } else { self.gravity };
         t.updates += 1;
         push_bounded(&mut t.arrivals, now, MAX_ARRIVALS);
         t.last_arrival = Some(now);
@@ -322,9 +340,15 @@ impl NetStats {
             if ts_ok {
                 push_bounded(&mut t.jitter, (arrival_gap - ts_gap).abs() * 1000.0, JITTER_WINDOW);
             }
+            // (On a physics driver the motion depends on the world's drivers, which the tracker does not have.)
             let steady = |s: PlayerStatus| {
                 s.contains(PlayerStatus::ALIVE)
-                    && !s.intersects(PlayerStatus::PAUSED | PlayerStatus::EXPLODING | PlayerStatus::TELEPORTING)
+                    && !s.intersects(
+                        PlayerStatus::PAUSED
+                            | PlayerStatus::EXPLODING
+                            | PlayerStatus::TELEPORTING
+                            | PlayerStatus::ON_DRIVER,
+                    )
             };
             if !last.broken && steady(last.status) && steady(u.status) {
                 let dt = if ts_ok { ts_gap } else { arrival_gap.min(MAX_TIMESTAMP_GAP) };
@@ -369,6 +393,19 @@ impl NetStats {
     /// Our own link's lag as the server measured it (its `MsgLagPing` round trip, from `/lagstats`), in ms.
     pub fn own_lag_ms(&self, now: Instant) -> Option<f32> {
         self.own_lag.as_ref().filter(|l| now.saturating_duration_since(l.at) <= LAG_MAX_AGE).map(|l| l.lag_ms)
+    }
+
+    /// A request sent at `asked` was answered at `now` (the session measures its `/lagstats` this way).
+    pub fn on_command_answer(&mut self, asked: Instant, now: Instant) {
+        self.command_rtt = Some((now.saturating_duration_since(asked), now));
+    }
+
+    /// Our own link as measured by us: the round trip (ms) of the last `/lagstats` request to the first line of
+    /// its reply, over TCP (the server's turn included), when measured in the last [`LAG_MAX_AGE`].
+    pub fn command_rtt_ms(&self, now: Instant) -> Option<f64> {
+        self.command_rtt
+            .filter(|(_, at)| now.saturating_duration_since(*at) <= LAG_MAX_AGE)
+            .map(|(d, _)| (d.as_secs_f64() * 10_000.0).round() / 10.0)
     }
 
     /// Ids of every tracked player, ascending.
@@ -597,6 +634,35 @@ mod tests {
     }
 
     #[test]
+    fn wings_carriers_fall_under_wings_gravity_and_drivers_take_no_sample() {
+        let t0 = Instant::now();
+        let mut vars = VarStore::new();
+        vars.set("_wingsGravity", "-2");
+        let mut n = NetStats::new();
+        n.set_vars(&vars);
+        n.on_join(6);
+        n.on_flag(6, Some("WG"));
+        let fall = |order: i32, t: f32| {
+            let mut u = update(6, order, t, [0.0, 0.0, 50.0 - t * t], [0.0; 3], 0.0, 0.0);
+            u.status = PlayerStatus::ALIVE | PlayerStatus::FALLING;
+            u
+        };
+        n.on_update(t0, &fall(1, 0.0));
+        n.on_update(t0 + Duration::from_secs(1), &fall(2, 1.0));
+        assert_eq!(n.player(6, t0).unwrap().dr_error.max, Some(0.0));
+        n.on_flag(6, None);
+        n.on_update(t0 + Duration::from_secs(2), &fall(3, 2.0));
+        // Without Wings the prediction falls under -9.8: 4.9 units in the second the update says was 3 (at -2).
+        let p = n.player(6, t0).unwrap();
+        assert!((p.dr_error.max.unwrap() - 1.9).abs() < 1e-3, "{p:?}");
+        let mut on = update(6, 4, 2.1, [0.0; 3], [0.0; 3], 0.0, 0.0);
+        on.status = PlayerStatus::ALIVE | PlayerStatus::ON_DRIVER;
+        n.on_update(t0 + Duration::from_millis(2100), &on);
+        n.on_update(t0 + Duration::from_millis(2200), &update(6, 5, 2.2, [9.0, 0.0, 0.0], [0.0; 3], 0.0, 0.0));
+        assert_eq!(n.player(6, t0).unwrap().dr_error.samples, 2);
+    }
+
+    #[test]
     fn out_of_order_and_missing_updates_are_counted() {
         let t0 = Instant::now();
         let mut n = NetStats::new();
@@ -717,6 +783,10 @@ mod tests {
         assert_eq!(n.own_lag_ms(at), Some(10.0));
         assert_eq!(n.player(4, at).unwrap().lag_ms, Some(10.0));
         assert_eq!(n.own_lag_ms(at + LAG_MAX_AGE + Duration::from_secs(1)), None);
+        assert_eq!(n.command_rtt_ms(at), None);
+        n.on_command_answer(at, at + Duration::from_micros(2345));
+        assert_eq!(n.command_rtt_ms(at + Duration::from_secs(1)), Some(2.3));
+        assert_eq!(n.command_rtt_ms(at + LAG_MAX_AGE + Duration::from_secs(1)), None);
     }
 
     #[test]
@@ -742,5 +812,143 @@ mod tests {
         assert_eq!((q.p50, q.p95, q.max, q.samples), (Some(50.0), Some(95.0), Some(100.0), 100));
         let w: VecDeque<f32> = [7.0].into_iter().collect();
         assert_eq!(quantiles(&w).p95, Some(7.0));
+    }
+}
+
+/// The tracker as the session feeds it, driven with scripted server messages in virtual time.
+#[cfg(test)]
+mod session_tests {
+    use std::time::{Duration, Instant};
+
+    use crate::bzflag::consts::{player, PlayerStatus, PlayerType, Team};
+    use crate::bzflag::event::Event;
+    use crate::bzflag::msg::{ClientMsg, Message, PlayerUpdate, ServerMsg};
+    use crate::bzflag::session::{Session, SessionConfig};
+
+    struct Drive {
+        s: Session,
+        now: Instant,
+        sent: Vec<ClientMsg>,
+        events: Vec<Event>,
+    }
+
+    impl Drive {
+        fn joined() -> Drive {
+            let now = Instant::now();
+            let mut s = Session::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+            s.handle_connected(now);
+            s.handle_tcp(now, b"BZFS0221\x00");
+            let mut d = Drive { s, now, sent: vec![], events: vec![] };
+            d.send(ServerMsg::Accept { id: 0 });
+            for (id, name) in [(1, "alice"), (2, "bob")] {
+                d.send(ServerMsg::AddPlayer {
+                    id,
+                    player_type: PlayerType::Tank,
+                    team: Team::Red,
+                    wins: 0,
+                    losses: 0,
+                    team_kills: 0,
+                    callsign: name.into(),
+                    motto: String::new(),
+                });
+            }
+            d.sent.clear();
+            d
+        }
+
+        fn send(&mut self, m: ServerMsg) {
+            self.s.handle_tcp(self.now, &m.encode());
+            while let Some(t) = self.s.poll_transmit() {
+                if let Ok(m) = ClientMsg::decode(&t.bytes) {
+                    self.sent.push(m);
+                }
+            }
+            while let Some(e) = self.s.poll_event() {
+                self.events.push(e);
+            }
+        }
+
+        fn server_says(&mut self, text: &str) {
+            self.send(ServerMsg::Message { from: player::SERVER, to: 0, kind: 0, text: text.into() });
+        }
+
+        fn chat_lines(&self) -> usize {
+            self.events.iter().filter(|e| matches!(e, Event::Chat { .. })).count()
+        }
+    }
+
+    fn update(id: u8, order: i32, t: f32, x: f32) -> PlayerUpdate {
+        PlayerUpdate {
+            small: false,
+            timestamp: t,
+            id,
+            order,
+            status: PlayerStatus::ALIVE,
+            pos: [x, 0.0, 0.0],
+            vel: [10.0, 0.0, 0.0],
+            azimuth: 0.0,
+            ang_vel: 0.0,
+            jump_jets: 0.0,
+            phydrv: -1,
+            user_inputs: (0.0, 0.0),
+            sounds: 0,
+        }
+    }
+
+    #[test]
+    fn every_update_feeds_the_tracker_also_the_dropped_ones() {
+        let mut d = Drive::joined();
+        for (k, order) in [1, 2, 4, 3].into_iter().enumerate() {
+            d.now += Duration::from_millis(100);
+            d.send(ServerMsg::PlayerUpdate(update(1, order, k as f32 * 0.1, k as f32)));
+        }
+        // Updates of a player not in the roster are not tracked.
+        d.send(ServerMsg::PlayerUpdate(update(9, 1, 0.0, 0.0)));
+        let n = d.s.net_stats().player(1, d.now).expect("alice");
+        assert_eq!((n.updates, n.out_of_order, n.missing), (4, 1, 1));
+        assert_eq!(n.dr_error.samples, 2);
+        assert!(d.s.net_stats().player(9, d.now).is_none());
+        // A spawn breaks the line of motion; a leave forgets the player.
+        d.send(ServerMsg::Alive { id: 1, pos: [50.0, 0.0, 0.0], azimuth: 0.0 });
+        d.now += Duration::from_millis(100);
+        d.send(ServerMsg::PlayerUpdate(update(1, 5, 0.5, 50.0)));
+        assert_eq!(d.s.net_stats().player(1, d.now).unwrap().dr_error.samples, 2);
+        d.send(ServerMsg::RemovePlayer { id: 1 });
+        assert!(d.s.net_stats().player(1, d.now).is_none());
+    }
+
+    #[test]
+    fn a_lagstats_reply_feeds_the_figures_and_is_not_chat() {
+        let mut d = Drive::joined();
+        d.s.request_lag_stats(d.now);
+        let asked = d.s.poll_transmit().and_then(|t| ClientMsg::decode(&t.bytes).ok());
+        assert!(matches!(asked, Some(ClientMsg::Message { ref text, .. }) if text == "/lagstats"), "{asked:?}");
+        let before = d.chat_lines();
+        d.server_says("bzhead                  :   3ms");
+        d.server_says("alice            :  42 +-  5ms");
+        d.server_says("bob              :  17 +-  2ms 4% lost/ooo (R)");
+        assert_eq!(d.chat_lines(), before, "{:?}", d.events);
+        assert!(d.s.net_stats().command_rtt_ms(d.now).is_some());
+        let a = d.s.net_stats().player(1, d.now).unwrap();
+        let b = d.s.net_stats().player(2, d.now).unwrap();
+        assert_eq!((a.lag_ms, a.server_jitter_ms), (Some(42.0), Some(5.0)));
+        assert_eq!((b.lag_ms, b.server_loss_pct), (Some(17.0), Some(4.0)));
+        // The reply window closes: the same text later is chat again (a player could say it).
+        d.now += super::super::session::LAGSTATS_REPLY_WINDOW + Duration::from_secs(1);
+        d.server_says("alice            :  99 +-  5ms");
+        assert_eq!(d.chat_lines(), before + 1);
+        assert_eq!(d.s.net_stats().player(1, d.now).unwrap().lag_ms, Some(42.0));
+    }
+
+    #[test]
+    fn a_refused_lagstats_is_taken_once_and_not_asked_again() {
+        let mut d = Drive::joined();
+        d.s.request_lag_stats(d.now);
+        d.server_says("You do not have permission to run the lagstats command");
+        assert_eq!(d.chat_lines(), 0);
+        d.sent.clear();
+        while d.s.poll_transmit().is_some() {}
+        d.s.request_lag_stats(d.now);
+        assert!(d.s.poll_transmit().is_none());
     }
 }

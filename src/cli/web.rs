@@ -13,7 +13,9 @@ use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::Limits;
-use bzhead::netwatch::{netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect};
+use bzhead::netwatch::{
+    link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
+};
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 use bzhead::web::{Status, WebView};
@@ -118,7 +120,10 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
     let connect = |reactor: &mut Reactor, view: &mut WebView, si: usize, s: &mut Server, first: bool| -> bool {
         // The first server records (if asked), on its first connection only.
         let record = if si == 0 && first { a.record.clone() } else { None };
-        let options = SessionOptions { record, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
+        // (`..default()`: other options may be added to SessionOptions.)
+        #[allow(clippy::needless_update)]
+        let options =
+            SessionOptions { record, cache: world_cache(a.no_cache, a.cache_dir.clone()), ..SessionOptions::default() };
         match reactor.add_session(s.addr, config.clone(), options) {
             Ok(id) => {
                 s.session = Some(id);
@@ -276,7 +281,8 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
                     NetstatsDue::Print if print_netstats => {
                         if let Some(session) = reactor.session(sid).filter(|x| x.is_joined()) {
                             let t = now.saturating_duration_since(start);
-                            for line in netstats_lines(session, now, t, a.json) {
+                            let link = link_line(session, now, t, a.json);
+                            for line in std::iter::once(link).chain(netstats_lines(session, now, t, a.json)) {
                                 let _ = writeln!(out, "{}", tag(&line, si, &s.label, a.json, multi));
                                 printed = true;
                             }

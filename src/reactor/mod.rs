@@ -218,7 +218,17 @@ impl Reactor {
     /// Asks a session's server for `/lagstats` ([`Session::request_lag_stats`]); the reply feeds
     /// [`Reactor::net_stats`].
     pub fn request_lag_stats(&mut self, id: SessionId) {
-        self.with_session(id, |s, now| s.request_lag_stats(now));
+        let now = Instant::now();
+        if let Some(c) = self.conns.get_mut(id.0) {
+            if let Some(r) = &mut c.recorder {
+                // Replayed as the same request (a chat record to the server saying exactly "/lagstats").
+                let mut d = vec![crate::bzflag::consts::player::SERVER];
+                d.extend_from_slice(b"/lagstats");
+                r.record(Kind::Chat, now, &d);
+            }
+            c.session.request_lag_stats(now);
+        }
+        self.pump(id.0, now);
     }
 
     /// When the session was added (its recording's time zero).

@@ -338,6 +338,12 @@ fn observe_prints_netstats_lines_with_the_documented_shape_and_cadence() {
         assert!(v["flagged"].is_null(), "{v}");
         assert!(v["dr_error"]["p95"].is_number() && v["jitter_ms"].is_number(), "{v}");
     }
+    // Each round starts with a line about our own link: the server's lag figure for us and our own round trip
+    // of the /lagstats request.
+    let links: Vec<&Value> = lines.iter().filter(|v| v["type"] == "link").collect();
+    assert!(links.len() >= rounds.len(), "{}", obs.out.tail(40));
+    let link = links.last().copied().unwrap_or(&Value::Null);
+    assert!(link["lag_ms"].is_number() && link["command_rtt_ms"].is_number() && link["udp"] == true, "{link}");
     // The /lagstats replies feed the figures and are not printed as chat.
     assert!(
         !lines.iter().any(|v| v["type"] == "chat" && v["text"].as_str().is_some_and(|t| t.contains(" : "))),
@@ -361,10 +367,11 @@ fn observe_prints_netstats_lines_with_the_documented_shape_and_cadence() {
     assert_eq!(quiet.count("accept"), 1);
 }
 
-/// Sends SIGTERM to a process.
-fn sigterm(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
-    assert!(status.success());
+/// Sends a signal (`TERM`, `STOP`, `CONT`) to a process.
+fn signal(pid: u32, sig: &str) {
+    let status =
+        std::process::Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill -{sig} {pid}");
 }
 
 #[test]
@@ -393,7 +400,7 @@ fn observe_reconnects_across_a_bzfs_stop_and_a_crash_and_goes_on_printing() {
 
     // A clean stop: bzfs kills every player with a reason-less MsgSuperKill, then exits.
     let pid = bzfs.pid();
-    sigterm(pid);
+    signal(pid, "TERM");
     let deadline = Instant::now() + Duration::from_secs(20);
     while bzfs.is_running() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -466,4 +473,157 @@ fn a_kick_with_a_reason_is_final_even_with_reconnect() {
     assert_eq!(victim.wait_exit(Duration::from_secs(30)), Some(5), "{}\n{}", victim.out.tail(20), bzfs.log());
     assert_eq!(victim.count("reconnecting"), 0, "{}", victim.out.tail(20));
     assert_eq!(victim.count("kicked"), 1, "{}", victim.out.tail(20));
+}
+
+#[test]
+fn observe_reconnects_when_the_server_goes_silent() {
+    let dir = TempDir::new("netstats-silent");
+    let bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let cache = dir.join("cache");
+    let cache = cache.to_string_lossy();
+    let mut obs = Observe::start(&[
+        "observe",
+        "--json",
+        "--reconnect",
+        "--idle-timeout",
+        "2",
+        "--hello-timeout",
+        "2",
+        "--netstats",
+        "0",
+        "--cache-dir",
+        &cache,
+        &bzfs.host_port(),
+    ]);
+    assert!(obs.wait_count("accept", 1, Duration::from_secs(60)), "{}", obs.out.tail(20));
+    // The server stops (SIGSTOP): the connection stays open and nothing comes. Past the idle limit the observer
+    // gives up on it; the next attempts connect (the kernel still accepts) but get no hello.
+    signal(bzfs.pid(), "STOP");
+    let silent = obs.wait_count("reconnecting", 2, Duration::from_secs(60));
+    signal(bzfs.pid(), "CONT");
+    assert!(silent, "{}", obs.out.tail(20));
+    assert!(obs.wait_count("reconnected", 1, Duration::from_secs(90)), "{}", obs.out.tail(20));
+    let lines = obs.lines();
+    let first = lines.iter().find(|v| v["type"] == "reconnecting").expect("reconnecting");
+    assert!(first["reason"].as_str().is_some_and(|r| r.contains("timed out")), "{first}");
+    obs.child.stdin.take().map(|mut s| std::io::Write::write_all(&mut s, b"/quit\n"));
+    assert_eq!(obs.wait_exit(Duration::from_secs(20)), Some(0), "{}", obs.out.tail(20));
+}
+
+#[test]
+fn leaving_while_waiting_to_reconnect_is_a_clean_end() {
+    let dir = TempDir::new("netstats-away");
+    let mut bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let cache = dir.join("cache");
+    let cache = cache.to_string_lossy();
+    let mut obs =
+        Observe::start(&["observe", "--json", "--reconnect", "--for", "8", "--cache-dir", &cache, &bzfs.host_port()]);
+    assert!(obs.wait_count("accept", 1, Duration::from_secs(60)), "{}", obs.out.tail(20));
+    bzfs.kill_now();
+    assert!(obs.wait_count("reconnecting", 1, Duration::from_secs(30)), "{}", obs.out.tail(20));
+    // The server stays down; --for ends the command while it waits to come back.
+    assert_eq!(obs.wait_exit(Duration::from_secs(30)), Some(0), "{}", obs.out.tail(20));
+    assert!(!obs.out.text().contains("bzhead: the server closed"), "{}", obs.out.tail(20));
+}
+
+/// Four hunters fighting (dodging, turning at once, dying and respawning) on a real bzfs for 40 s: however far
+/// their abrupt moves put their error past the tolerance, none is taken for a warper or a lagger.
+#[test]
+fn fighting_hunters_are_not_flagged() {
+    let dir = TempDir::new("netstats-hunters");
+    let bzfs = Bzfs::builder().max_shots(3).world(open_world(&dir, 100)).start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let names = ["hunter1", "hunter2", "hunter3", "hunter4"];
+    for (i, name) in names.iter().enumerate() {
+        let config = BotConfig { callsign: (*name).into(), seed: i as u64 + 1, ..BotConfig::default() };
+        host.add_bot(bzfs.addr(), config, bzhead::bot::brains::by_name("hunter", i as u64 + 1).expect("hunter"));
+    }
+    let obs = host
+        .reactor()
+        .add_session(
+            bzfs.addr(),
+            SessionConfig { callsign: "netwatch".into(), ..SessionConfig::default() },
+            SessionOptions::default(),
+        )
+        .expect("observer");
+    let start = Instant::now();
+    let mut kills = 0;
+    let mut flagged = Vec::new();
+    let mut last_check = start;
+    while start.elapsed() < Duration::from_secs(40) {
+        host.turn(Some(Duration::from_millis(20))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Session { session, event: Event::Kill { .. }, .. } = e {
+                if session == obs {
+                    kills += 1;
+                }
+            }
+        }
+        // Checked every second along the way, not only at the end.
+        let now = Instant::now();
+        if now.duration_since(last_check) >= Duration::from_secs(1) {
+            last_check = now;
+            if let Some(n) = host.reactor().net_stats(obs) {
+                flagged.extend(n.snapshot(now).into_iter().filter(|p| p.flagged.is_some()));
+            }
+        }
+    }
+    let now = Instant::now();
+    let figures = host.reactor().net_stats(obs).expect("observer").snapshot(now);
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(3));
+    for p in &figures {
+        eprintln!("{p:?}");
+    }
+    assert_eq!(figures.iter().filter(|p| p.dr_error.samples >= 20).count(), 4, "{figures:?}\n{}", bzfs.log());
+    assert!(kills >= 1, "the hunters did not fight: {figures:?}");
+    assert!(flagged.is_empty(), "honest hunters flagged: {flagged:?}");
+}
+
+/// A recording made with `--netstats` replays to the same events: the `/lagstats` requests are recorded as such,
+/// so their replies are taken in the replay as they were live (not shown as chat).
+#[test]
+fn a_recording_with_netstats_replays_to_the_same_events() {
+    let dir = TempDir::new("netstats-record");
+    let bzfs = Bzfs::builder().world(open_world(&dir, 200)).start();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bots = bots_in_background(bzfs.addr(), &["taped"], stop.clone());
+    let cache = dir.join("cache");
+    let cache = cache.to_string_lossy();
+    let rec = dir.join("netstats.rec");
+    let rec = rec.to_string_lossy();
+    let mut live = Observe::start(&[
+        "observe",
+        "--json",
+        "--netstats",
+        "1",
+        "--for",
+        "6",
+        "--record",
+        &rec,
+        "--cache-dir",
+        &cache,
+        &bzfs.host_port(),
+    ]);
+    let code = live.wait_exit(Duration::from_secs(60));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = bots.join();
+    assert_eq!(code, Some(0), "{}", live.out.tail(20));
+    let replayed = crate::support::run_bzhead(["replay", "--json", &*rec], Duration::from_secs(60));
+    assert!(replayed.success(), "{}", replayed.describe());
+    let kinds = |lines: Vec<Value>| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|v| !["netstats", "link"].contains(&v["type"].as_str().unwrap_or_default()))
+            .map(|v| format!("{} {}", v["type"], v["text"]))
+            .collect()
+    };
+    let live_kinds = kinds(live.lines());
+    let replay_kinds = kinds(replayed.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+    assert_eq!(live_kinds, replay_kinds);
+    assert!(live.count("link") >= 4, "{}", live.out.tail(20));
+    // The server answered (our own line at least), and no answer showed as chat.
+    let link = live.lines().into_iter().filter(|v| v["type"] == "link").last().unwrap_or(Value::Null);
+    assert!(link["lag_ms"].is_number(), "{link}");
+    assert!(!live_kinds.iter().any(|k| k.starts_with("\"chat\"") && k.contains(" : ")), "{live_kinds:?}");
 }

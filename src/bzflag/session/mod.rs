@@ -290,6 +290,10 @@ pub struct Session {
     netstats: NetStats,
     /// Until when server lines that read like a `/lagstats` reply answer our [`Session::request_lag_stats`].
     lagstats_until: Option<Instant>,
+    /// The server refused us `/lagstats` (no permission): not asked again.
+    lagstats_denied: bool,
+    /// When the `/lagstats` awaiting its first reply line was sent (for [`NetStats::command_rtt_ms`]).
+    lagstats_asked: Option<Instant>,
 }
 
 /// How long after [`Session::request_lag_stats`] the reply's lines are taken (and not reported as chat).
@@ -330,6 +334,8 @@ impl Session {
             last_heard: None,
             netstats: NetStats::new(),
             lagstats_until: None,
+            lagstats_denied: false,
+            lagstats_asked: None,
         }
     }
 
@@ -573,13 +579,18 @@ impl Session {
 
     /// Asks the server for `/lagstats` (every human player's lag and jitter as bzfs measures them, observers
     /// included). The reply's lines, for [`LAGSTATS_REPLY_WINDOW`], feed [`Session::net_stats`] instead of being
-    /// reported as chat. Does nothing unless joined.
+    /// reported as chat. Does nothing unless joined, or once the server has refused it (bzfs answers "You do not
+    /// have permission to run the lagstats command" when the `lagStats` permission is taken from players; that
+    /// answer is taken too, once).
     pub fn request_lag_stats(&mut self, now: Instant) {
-        if self.state != State::Joined {
+        if self.state != State::Joined || self.lagstats_denied {
             return;
         }
-        self.send_tcp(&ClientMsg::Message { to: player::ALL_PLAYERS, text: "/lagstats".into() });
+        // Addressed to the server (bzfs runs a command whoever it is sent to): a `/lagstats` the user typed goes to
+        // everybody, and a recording tells the two apart (see `record::replay`).
+        self.send_tcp(&ClientMsg::Message { to: player::SERVER, text: "/lagstats".into() });
         self.lagstats_until = Some(now + LAGSTATS_REPLY_WINDOW);
+        self.lagstats_asked = Some(now);
     }
 
     /// Once joined, end the session ([`SessionEnd::Timeout`], exit code 6) when no whole message arrives from the
@@ -796,6 +807,28 @@ impl Session {
         self.on_message(now, msg, via_udp);
     }
 
+    /// A server line to us while a `/lagstats` reply is awaited: its lines feed [`Session::net_stats`], a refusal
+    /// stops the asking; true when the line was taken (it is then not reported as chat).
+    fn take_lagstats_reply(&mut self, now: Instant, to: u8, text: &str) -> bool {
+        if self.lagstats_until.is_none_or(|t| now > t) || Some(to) != self.game.my_id {
+            return false;
+        }
+        let game = &self.game;
+        let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
+        if self.netstats.on_server_text(now, text, game.my_id, id_of) {
+            if let Some(asked) = self.lagstats_asked.take() {
+                self.netstats.on_command_answer(asked, now);
+            }
+            return true;
+        }
+        if text.starts_with("You do not have permission to run the lagstats command") {
+            self.lagstats_denied = true;
+            self.lagstats_until = None;
+            return true;
+        }
+        false
+    }
+
     fn on_query_message(&mut self, msg: ServerMsg) {
         use ServerMsg as M;
         let q = self.query.get_or_insert_with(Default::default);
@@ -836,6 +869,11 @@ impl Session {
         if self.state == State::Querying {
             self.on_query_message(msg);
             return;
+        }
+        if let M::Message { from: player::SERVER, to, text, .. } = &msg {
+            if self.take_lagstats_reply(now, *to, text) {
+                return;
+            }
         }
         match msg {
             // ---- handshake
@@ -993,16 +1031,20 @@ impl Session {
                 }
             }
             M::GrabFlag { player, index, flag } => {
+                self.netstats.on_flag(player, Some(&flag.abbv.as_string()));
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Grab { player, callsign, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
             M::DropFlag { player, index, flag } => {
+                self.netstats.on_flag(player, None);
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Drop { player, callsign, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
             M::TransferFlag { from, to, index, flag } => {
+                self.netstats.on_flag(from, None);
+                self.netstats.on_flag(to, Some(&flag.abbv.as_string()));
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 self.events.push_back(Event::Transfer { from, to, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
@@ -1114,13 +1156,6 @@ impl Session {
             }
             M::Message { from, to, kind, text } => {
                 if from == player::SERVER {
-                    if self.lagstats_until.is_some_and(|t| now <= t) && Some(to) == self.game.my_id {
-                        let game = &self.game;
-                        let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
-                        if self.netstats.on_server_text(now, &text, game.my_id, id_of) {
-                            return;
-                        }
-                    }
                     self.last_server_text = Some(text.clone());
                 }
                 let from_callsign = self.game.name_of(from);
