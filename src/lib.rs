@@ -9,6 +9,9 @@
 //!   and its next deadline. It never touches a socket or the clock.
 //! * [`reactor`]: the only code that does I/O. One `mio::Poll` owns every socket and timer, for any number of
 //!   sessions and query scans.
+//! * [`http`]: a sans-IO HTTP/1.1 server side (requests parsed with `httparse`, responses, Server-Sent Events,
+//!   bounded buffers and timeouts) that the reactor serves next to the sessions; [`web`] builds the live web view
+//!   of `observe --web` on it.
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
@@ -50,6 +53,8 @@ pub mod bzflag;
 #[forbid(unsafe_code)]
 pub mod cache;
 #[forbid(unsafe_code)]
+pub mod http;
+#[forbid(unsafe_code)]
 pub mod netwatch;
 #[forbid(unsafe_code)]
 pub mod observer;
@@ -59,6 +64,8 @@ pub mod reactor;
 pub mod record;
 #[forbid(unsafe_code)]
 pub mod text;
+#[forbid(unsafe_code)]
+pub mod web;
 #[forbid(unsafe_code)]
 pub mod wire;
 #[forbid(unsafe_code)]

@@ -74,8 +74,13 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct ObserveArgs {
-    /// Server, HOST[:PORT] (port 5154 by default).
-    server: String,
+    /// Server, HOST[:PORT] (port 5154 by default). Several only with --web: one observer each, on one event loop.
+    #[arg(required = true, num_args = 1.., value_name = "SERVER")]
+    servers: Vec<String>,
+    /// Also serve the live web view (map, scoreboard, kill feed, chat; `/api/state?server=N`) on ADDR:PORT, or on
+    /// 127.0.0.1:PORT for a bare PORT. The URL is printed on stderr; the events still go to stdout.
+    #[arg(long, value_name = "ADDR")]
+    web: Option<String>,
     /// Callsign to join with.
     #[arg(long, default_value = "bzhead")]
     callsign: String,
@@ -263,7 +268,14 @@ fn observe(a: ObserveArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let addr = match resolve(&a.server, DEFAULT_PORT) {
+    if let Some(web) = &a.web {
+        return cli::web::observe_web(&a, web, &filter, a.reconnect);
+    }
+    if a.servers.len() > 1 {
+        eprintln!("bzhead: several servers need --web (one observer each, on one event loop)");
+        return exit::USAGE;
+    }
+    let addr = match resolve(&a.servers[0], DEFAULT_PORT) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("bzhead: {e}");

@@ -36,8 +36,10 @@ use crate::bzflag::session::{Channel, Session, SessionConfig, WorldRequest};
 use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
+mod http;
 mod query;
 mod worker;
+pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
 pub use worker::{JobId, JobPanicked, JobResult};
 
@@ -79,6 +81,10 @@ pub enum Source {
     BzUdp(SessionId),
     /// A scan's query socket (`true`: the IPv6 one).
     QueryUdp(ScanId, bool),
+    /// An HTTP listener (see [`Reactor::add_http_listener`]).
+    HttpListen(usize),
+    /// An HTTP connection.
+    HttpConn(usize),
 }
 
 /// Per-session options of the driver (not of the engine).
@@ -155,6 +161,7 @@ pub struct Reactor {
     pending_store_bytes: usize,
     /// The time the last turn spent working.
     last_turn: Duration,
+    http: http::HttpSide,
 }
 
 impl Reactor {
@@ -184,6 +191,7 @@ impl Reactor {
             worlds_waiting: VecDeque::new(),
             admitting: false,
             pending_store_bytes: 0,
+            http: http::HttpSide::default(),
         })
     }
 
@@ -389,11 +397,11 @@ impl Reactor {
     /// handles everything that is ready. Returns early when woken by the [`Reactor::waker`].
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
-        let next = match (self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-        .map(|t| t.saturating_duration_since(now));
+        let next = [self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline(), self.http_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| t.saturating_duration_since(now));
         let timeout = match (next, max_wait) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -438,6 +446,8 @@ impl Reactor {
                     touched.push(id.0);
                 }
                 Source::QueryUdp(id, v6) => self.on_query_udp_ready(id, v6, now, readable, writable),
+                Source::HttpListen(id) => self.on_http_listener_ready(id, now),
+                Source::HttpConn(key) => self.on_http_conn_ready(key, now, readable, writable),
             }
         }
         while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {
@@ -479,6 +489,7 @@ impl Reactor {
         }
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
+        self.fire_http_timers(now);
         self.last_turn = now.elapsed();
         self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())
