@@ -9,6 +9,7 @@
 //!   and its next deadline. It never touches a socket or the clock.
 //! * [`reactor`]: the only code that does I/O. One `mio::Poll` owns every socket and timer, for any number of
 //!   sessions and query scans.
+//! * [`monitor`]: `bzhead monitor`: continuous scans, history in SQLite, change feed, HTTP API and metrics.
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
@@ -23,6 +24,7 @@
 pub mod bot;
 pub mod bzflag;
 pub mod cache;
+pub mod monitor;
 pub mod observer;
 pub mod query;
 pub mod reactor;
