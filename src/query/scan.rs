@@ -534,6 +534,11 @@ impl Scan {
         &self.plugins
     }
 
+    /// Gives back the plugins, to start another scan with them (a monitor's next round).
+    pub fn into_plugins(self) -> PluginSet {
+        self.plugins
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ScanConfig {
         &self.config
