@@ -21,6 +21,7 @@ use bzhead::bzflag::consts::{PlayerType, Team};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::monitor::config::{self, Config};
+use bzhead::monitor::masters::{Fetcher, Format};
 use bzhead::monitor::metrics::Own;
 use bzhead::monitor::store::{self, Retention, Writer, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
@@ -106,6 +107,8 @@ struct JoinCheck {
 struct Sources {
     targets: Vec<Target>,
     joins: Vec<JoinCheck>,
+    /// Lists fetched over HTTP(S) each round.
+    http_masters: Vec<(Format, String)>,
 }
 
 fn split_source(s: &str, what: &str) -> Result<(String, String), String> {
@@ -153,8 +156,19 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
             }
         }
     }
+    let mut http_masters = Vec::new();
     for m in &cfg.master {
-        default_port(set, &m.servers)?;
+        if let Some(format) = Format::from_name(&m.protocol) {
+            let Some(url) = &m.url else {
+                return Err(format!("master {}: url is required", m.protocol));
+            };
+            http_masters.push((format, url.clone()));
+            continue;
+        }
+        let Some(servers) = &m.servers else {
+            return Err(format!("master {}: servers (the protocol of its entries) is required", m.protocol));
+        };
+        default_port(set, servers)?;
         let port = default_port(set, &m.protocol)?;
         if set.protocol(&m.protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
             return Err(format!("{} is not a master protocol", m.protocol));
@@ -177,10 +191,10 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
             protocol: m.protocol.clone(),
             addr,
             params,
-            expand: Some((m.servers.clone(), Vec::new())),
+            expand: Some((servers.clone(), Vec::new())),
         });
     }
-    Ok(Sources { targets, joins })
+    Ok(Sources { targets, joins, http_masters })
 }
 
 /// The command.
@@ -223,8 +237,8 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
     let interval = Duration::from_secs_f64(interval.clamp(0.05, 86_400.0));
     let set = PluginSet::load_dirs(&search_dirs(&a.dirs.plugin_dir));
     let started = Instant::now();
-    let Sources { targets, mut joins } = sources(&set, &cfg, started).map_err(usage)?;
-    if targets.is_empty() {
+    let Sources { targets, mut joins, http_masters } = sources(&set, &cfg, started).map_err(usage)?;
+    if targets.is_empty() && http_masters.is_empty() {
         return Err(usage("nothing to monitor: give --server, --list or --config".into()));
     }
     let retention = Retention {
@@ -260,6 +274,18 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
         }),
     )
     .map_err(|e| (exit::FAILED, format!("cannot start the database writer: {e}")))?;
+    let fetcher = if http_masters.is_empty() {
+        None
+    } else {
+        let w = reactor.waker();
+        Some(
+            Fetcher::start(Arc::new(move || {
+                let _ = w.wake();
+            }))
+            .map_err(|e| (exit::FAILED, format!("cannot start the list fetcher: {e}")))?,
+        )
+    };
+    let mut fetches_left = 0usize;
     let signals = super::leave_on_signals(waker);
     if let Some(addr) = &http {
         return Err(usage(format!("--http {addr}: the HTTP layer is not merged yet")));
@@ -295,6 +321,12 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                 }
                 monitor.begin_round(unix_now());
                 round = Some((reactor.add_scan(scan), now));
+                if let Some(f) = &fetcher {
+                    for (format, url) in &http_masters {
+                        f.request(monitor.round(), *format, url);
+                    }
+                    fetches_left = http_masters.len();
+                }
                 // The next round one interval after this one began, plus up to 5% of jitter.
                 let jitter = interval.mul_f64((random_u64() % 1000) as f64 / 20_000.0);
                 next_round = (next_round + interval).max(now) + jitter;
@@ -360,9 +392,32 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                 reactor.remove_session(id);
             }
         }
+        // Lists fetched for this round.
+        while let Some((r, outcome)) = fetcher.as_ref().and_then(Fetcher::try_recv) {
+            if r != monitor.round() || round.is_none() {
+                continue; // a late answer for an earlier round
+            }
+            fetches_left = fetches_left.saturating_sub(1);
+            match outcome {
+                Ok(entries) => {
+                    info!(servers = entries.len(), "master list fetched");
+                    if let Some((id, _)) = round {
+                        reactor.with_scan(id, |scan, now| {
+                            for e in entries {
+                                let _ = scan.add_target(now, Target::new(e.protocol, e.addr));
+                            }
+                        });
+                    }
+                }
+                Err(e) => {
+                    own.failed += 1;
+                    warn!(error = %e, "master list not fetched");
+                }
+            }
+        }
         // End of a round.
         if let Some((id, began)) = round {
-            if reactor.is_scan_done(id) {
+            if fetches_left == 0 && reactor.is_scan_done(id) {
                 while let Some((sid, _, ScanEvent::Result(r))) = reactor.poll_scan_event() {
                     monitor.observe(&r);
                     reactor.recycle_scan_result(sid, r);

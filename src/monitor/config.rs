@@ -24,11 +24,15 @@
 //! file = "servers.txt"
 //!
 //! [[master]]
-//! protocol = "dpmaster"        # or bzflag-list, ddnet-http, teeworlds-master
-//! address = "127.0.0.1:27950"  # or url = "https://..."
+//! protocol = "dpmaster"        # a UDP master plugin protocol (dpmaster, teeworlds-master)
+//! address = "127.0.0.1:27950"
 //! servers = "quake3"           # the protocol its entries are queried with
 //! game = "Quake3Arena"
 //! game_protocol = 68
+//!
+//! [[master]]
+//! protocol = "bzflag-list"     # or ddnet-http: lists fetched over HTTP(S)
+//! url = "https://my.bzflag.org/db/"
 //! ```
 
 use serde::Deserialize;
@@ -106,8 +110,8 @@ pub struct MasterSource {
     pub address: Option<String>,
     /// URL of an HTTP master (or a local file path).
     pub url: Option<String>,
-    /// Protocol the listed servers are queried with.
-    pub servers: String,
+    /// Protocol the listed servers are queried with (UDP masters; an HTTP list says it per entry).
+    pub servers: Option<String>,
     /// dpmaster: game name.
     pub game: Option<String>,
     /// dpmaster: game protocol number.

@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod config;
+pub mod masters;
 pub mod metrics;
 pub mod state;
 pub mod store;
