@@ -9,6 +9,9 @@
 //!   and its next deadline. It never touches a socket or the clock.
 //! * [`reactor`]: the only code that does I/O. One `mio::Poll` owns every socket and timer, for any number of
 //!   sessions and query scans.
+//! * [`http`]: a sans-IO HTTP/1.1 server side (requests parsed with `httparse`, responses, Server-Sent Events,
+//!   bounded buffers and timeouts) that the reactor serves next to the sessions; `web` builds the live web view
+//!   of `observe --web` on it.
 //! * [`monitor`]: `bzhead monitor`: continuous scans, history in SQLite, change feed, HTTP API and metrics.
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
@@ -24,6 +27,7 @@
 pub mod bot;
 pub mod bzflag;
 pub mod cache;
+pub mod http;
 pub mod monitor;
 pub mod observer;
 pub mod query;

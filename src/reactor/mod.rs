@@ -31,7 +31,9 @@ use crate::bzflag::session::{Channel, Session, SessionConfig, WorldRequest};
 use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
+mod http;
 mod query;
+pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
 
 /// Time allowed for a TCP connect.
@@ -62,6 +64,10 @@ pub enum Source {
     BzUdp(SessionId),
     /// A scan's query socket (`true`: the IPv6 one).
     QueryUdp(ScanId, bool),
+    /// An HTTP listener (see [`Reactor::add_http_listener`]).
+    HttpListen(usize),
+    /// An HTTP connection.
+    HttpConn(usize),
 }
 
 /// Per-session options of the driver (not of the engine).
@@ -117,6 +123,7 @@ pub struct Reactor {
     backlog: Vec<Token>,
     scans: Slab<query::ScanConn>,
     scan_out: VecDeque<(ScanId, Instant, crate::query::ScanEvent)>,
+    http: http::HttpSide,
 }
 
 impl Reactor {
@@ -137,6 +144,7 @@ impl Reactor {
             backlog: Vec::new(),
             scans: Slab::new(),
             scan_out: VecDeque::new(),
+            http: http::HttpSide::default(),
         })
     }
 
@@ -285,11 +293,11 @@ impl Reactor {
     /// handles everything that is ready. Returns early when woken by the [`Reactor::waker`].
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
-        let next = match (self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-        .map(|t| t.saturating_duration_since(now));
+        let next = [self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline(), self.http_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| t.saturating_duration_since(now));
         let timeout = match (next, max_wait) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -333,6 +341,8 @@ impl Reactor {
                     touched.push(id.0);
                 }
                 Source::QueryUdp(id, v6) => self.on_query_udp_ready(id, v6, now, readable, writable),
+                Source::HttpListen(id) => self.on_http_listener_ready(id, now),
+                Source::HttpConn(key) => self.on_http_conn_ready(key, now, readable, writable),
             }
         }
         while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {
@@ -371,6 +381,7 @@ impl Reactor {
         }
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
+        self.fire_http_timers(now);
         Ok(())
     }
 
