@@ -20,6 +20,8 @@ use tracing::{error, info, warn};
 use bzhead::bzflag::consts::{PlayerType, Team};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
+use bzhead::http::{sse_event, sse_head, Limits, Response};
+use bzhead::monitor::api::{self, Routed};
 use bzhead::monitor::config::{self, Config};
 use bzhead::monitor::masters::{Fetcher, Format};
 use bzhead::monitor::metrics::Own;
@@ -28,7 +30,7 @@ use bzhead::monitor::{Monitor, MonitorConfig};
 use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
-use bzhead::reactor::{Reactor, ScanId, SessionId, SessionOptions};
+use bzhead::reactor::{HttpConnId, HttpEvent, Reactor, ScanId, SessionId, SessionOptions};
 
 use super::query::PluginDirs;
 
@@ -287,9 +289,19 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
     };
     let mut fetches_left = 0usize;
     let signals = super::leave_on_signals(waker);
-    if let Some(addr) = &http {
-        return Err(usage(format!("--http {addr}: the HTTP layer is not merged yet")));
-    }
+    let listener = match &http {
+        Some(addr) => {
+            let sa: SocketAddr = resolve(addr, 8080).map_err(|e| usage(format!("--http {addr}: {e}")))?;
+            let (id, local) = reactor
+                .add_http_listener(sa, Limits::default())
+                .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
+            eprintln!("bzhead: monitor API on http://{local}/");
+            Some(id)
+        }
+        None => None,
+    };
+    // Change-feed streams: the connection and the last event id sent to it.
+    let mut streams: Vec<(HttpConnId, u64)> = Vec::new();
 
     let mut own = Own::default();
     let mut plugins = Some(set);
@@ -473,7 +485,9 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
         }
         let join_view: Vec<(String, bool, Option<f64>)> =
             joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
-        let _ = &join_view;
+        if listener.is_some() {
+            serve_http(&mut reactor, &monitor, &own, &join_view, &mut streams);
+        }
         if a.rounds.is_some_and(|n| own.rounds >= n) && round.is_none() {
             break;
         }
@@ -486,6 +500,46 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
         }
     }
     Ok(())
+}
+
+/// Answers the HTTP requests of this turn and pushes new events to the change-feed streams.
+fn serve_http(
+    reactor: &mut Reactor,
+    monitor: &Monitor,
+    own: &Own,
+    joins: &[(String, bool, Option<f64>)],
+    streams: &mut Vec<(HttpConnId, u64)>,
+) {
+    while let Some(ev) = reactor.poll_http_event() {
+        match ev {
+            HttpEvent::Request { conn, request, .. } => {
+                let param = |k: &str| request.query_param(k);
+                match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
+                    Routed::Response(r) => {
+                        reactor.http_respond(conn, &Response::new(r.status, r.content_type, r.body));
+                    }
+                    Routed::Events { after } => {
+                        reactor.http_stream(conn, &sse_head(2000));
+                        streams.push((conn, after));
+                    }
+                }
+            }
+            HttpEvent::Closed { conn, .. } => streams.retain(|(c, _)| *c != conn),
+        }
+    }
+    let last = monitor.last_event_id();
+    streams.retain_mut(|(conn, sent)| {
+        if *sent >= last {
+            return true;
+        }
+        for e in monitor.events_after(*sent) {
+            if !reactor.http_push(*conn, &sse_event(Some(&e.kind), Some(e.id), &e.json)) {
+                return false; // dropped: its reader stopped reading
+            }
+            *sent = e.id;
+        }
+        true
+    });
 }
 
 fn signals_pending(rx: &Receiver<i32>) -> bool {

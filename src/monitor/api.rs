@@ -95,6 +95,8 @@ pub fn route(
         }
         p => match p.strip_prefix("/api/servers/").and_then(|rest| rest.split_once('/')) {
             Some((proto, addr)) => {
+                let (proto, addr) = (crate::http::percent_decode(proto), crate::http::percent_decode(addr));
+                let (proto, addr) = (proto.as_str(), addr.as_str());
                 let since = param("since").and_then(|s| s.parse::<i64>().ok()).unwrap_or(i64::MIN);
                 server(m, proto, addr, since)
             }

@@ -148,9 +148,11 @@ pub fn render(m: &Monitor, own: &Own, joins: &[(String, bool, Option<f64>)]) -> 
         family(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {v}");
     }
-    let gauges: [(&str, &str, f64); 6] = [
-        ("bzhead_monitor_round_duration_seconds", "How long the last round took.", own.last_round_seconds),
-        ("bzhead_monitor_round_seconds_total_sum", "How long all rounds took together.", own.round_seconds_sum),
+    family(&mut out, "bzhead_monitor_round_duration_seconds", "summary", "How long the rounds took.");
+    let _ = writeln!(out, "bzhead_monitor_round_duration_seconds_sum {}", float(own.round_seconds_sum));
+    let _ = writeln!(out, "bzhead_monitor_round_duration_seconds_count {}", own.rounds);
+    let gauges: [(&str, &str, f64); 5] = [
+        ("bzhead_monitor_last_round_duration_seconds", "How long the last round took.", own.last_round_seconds),
         ("bzhead_monitor_db_ok", "0 while the last database write failed.", if own.db_failing { 0.0 } else { 1.0 }),
         ("bzhead_monitor_db_commit_seconds", "How long the last database commit took.", own.db_last_commit_seconds),
         ("bzhead_monitor_servers", "Servers tracked.", m.servers().count() as f64),
