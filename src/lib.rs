@@ -19,11 +19,14 @@
 //! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines).
 //! * [`cache`]: the on-disk world cache the reactor answers the engine's world requests from.
 //! * [`world_cmd`]: the `world` command (fetch a world, print its model as text or JSON, draw an SVG map).
+//! * [`text`]: text from peers made safe for a terminal (every text output goes through it).
+//! * [`args`]: value parsers that refuse NaN, infinities and out-of-range numbers on the command line.
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap layer over these; its exit codes are documented in the
 //! README.
 #![warn(missing_docs)]
 
+pub mod args;
 pub mod bot;
 pub mod bzflag;
 pub mod cache;
@@ -33,5 +36,6 @@ pub mod observer;
 pub mod query;
 pub mod reactor;
 pub mod record;
+pub mod text;
 pub mod wire;
 pub mod world_cmd;

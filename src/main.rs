@@ -16,6 +16,7 @@ use bzhead::bzflag::session::SessionConfig;
 use bzhead::cache::WorldCache;
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
+use bzhead::text::for_terminal;
 
 mod cli;
 
@@ -89,10 +90,10 @@ struct ObserveArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     count: u32,
     /// Milliseconds between two observers' connects (with --count).
-    #[arg(long, value_name = "MS", default_value_t = 50)]
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = bzhead::args::int(0u64, 60_000))]
     stagger_ms: u64,
     /// Leave cleanly after this many seconds.
-    #[arg(long = "for", value_name = "SECONDS")]
+    #[arg(long = "for", value_name = "SECONDS", value_parser = bzhead::args::seconds(0.0))]
     for_secs: Option<f64>,
     /// Also print these event types (comma-separated, or "all"; e.g. update,shot_begin).
     #[arg(long, value_name = "TYPES")]
@@ -116,14 +117,14 @@ struct ObserveArgs {
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     /// Seconds allowed from connect to the server's hello.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = bzhead::args::float(0.001, 86_400.0))]
     hello_timeout: f64,
     /// Seconds allowed from the hello to being accepted (world download included).
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = bzhead::args::float(0.001, 86_400.0))]
     join_timeout: f64,
     /// Once in the game, leave with exit code 6 when the server sends nothing for this many seconds (it sends an
     /// observer the game time at least every 10 s); 0 never.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = bzhead::args::float(0.0, 86_400.0))]
     idle_timeout: f64,
 }
 
@@ -137,7 +138,7 @@ enum QueryProto {
         #[arg(long)]
         json: bool,
         /// Give up after this many milliseconds.
-        #[arg(long, default_value_t = 5000)]
+        #[arg(long, value_name = "MS", default_value_t = 5000, value_parser = bzhead::args::int(1u64, 600_000))]
         timeout_ms: u64,
     },
     /// Any other protocol: `query PROTOCOL ADDR[:PORT]... [--json] [--timeout-ms N] [--retries N]`.
@@ -391,7 +392,7 @@ fn observe(a: ObserveArgs) -> u8 {
                             eprintln!(
                                 "bzhead: observer {k} ({}): {}",
                                 numbered_callsign(&a.callsign, k, count),
-                                why.unwrap_or_else(|| format!("closed with exit code {c}"))
+                                for_terminal(&why.unwrap_or_else(|| format!("closed with exit code {c}")))
                             );
                             if other_code == exit::OK {
                                 other_code = u8::try_from(c).unwrap_or(exit::PROTOCOL);
@@ -414,7 +415,7 @@ fn observe(a: ObserveArgs) -> u8 {
     }
     if let Some(end) = reactor.session(id).and_then(|s| s.end()) {
         if end.exit_code() != 0 {
-            eprintln!("bzhead: {end}");
+            eprintln!("bzhead: {}", for_terminal(&end.to_string()));
         }
     }
     if let Some(path) = &a.record {
@@ -477,7 +478,7 @@ fn query_bzflag(server: &str, json: bool, timeout_ms: u64) -> u8 {
             .session(id)
             .and_then(|s| s.end().map(|e| e.to_string()))
             .unwrap_or_else(|| "no answer in time".to_string());
-        eprintln!("bzhead: query of {addr} failed: {why}");
+        eprintln!("bzhead: query of {addr} failed: {}", for_terminal(&why));
         return if code == exit::OK { exit::PROTOCOL } else { code };
     };
     let stdout = io::stdout();

@@ -68,28 +68,10 @@ pub fn json_line(t: Duration, e: &Event) -> String {
     }
 }
 
-/// Removes ANSI escape sequences and other control characters (server texts carry colour codes).
+/// Removes ANSI escape sequences and other control characters (server texts carry colour codes); see
+/// [`crate::text::for_terminal`], which every text output shares.
 pub fn strip_control(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for d in chars.by_ref() {
-                    if ('@'..='~').contains(&d) {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        if c.is_control() {
-            continue;
-        }
-        out.push(c);
-    }
-    out
+    crate::text::for_terminal(s).into_owned()
 }
 
 fn team_words(t: Team) -> String {

@@ -56,7 +56,7 @@ pub struct WorldArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Seconds allowed for connecting and fetching the world.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = crate::args::float(0.001, 86_400.0))]
     pub timeout: f64,
 }
 

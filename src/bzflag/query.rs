@@ -98,9 +98,10 @@ pub fn to_text(g: &QueryGameInfo, teams: &[TeamInfo], players: &[QueryPlayer]) -
             super::consts::PlayerType::Computer => "robot tank",
             _ => "tank",
         };
-        s += &format!("player {} ({} team) is a {kind}:\n", p.callsign, team_title(p.team));
+        let callsign = crate::text::for_terminal(&p.callsign);
+        s += &format!("player {callsign} ({} team) is a {kind}:\n", team_title(p.team));
         s += &format!("  score: {} ({} wins, {} losses)\n", p.wins as i32 - p.losses as i32, p.wins, p.losses);
-        s += &format!("  {}\n", p.motto);
+        s += &format!("  {}\n", crate::text::for_terminal(&p.motto));
     }
     s
 }

@@ -26,7 +26,7 @@ pub struct BotArgs {
     /// Server, HOST[:PORT] (port 5154 by default).
     server: String,
     /// Number of bots.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bzhead::args::int(1u32, 200))]
     count: u32,
     /// Team: auto (the server balances), rogue, red, green, blue or purple; a comma-separated list is cycled over
     /// the bots (e.g. red,green puts every other bot on each team).
@@ -36,7 +36,7 @@ pub struct BotArgs {
     #[arg(long)]
     callsign: Option<String>,
     /// Leave cleanly after this many seconds.
-    #[arg(long = "for", value_name = "SECONDS")]
+    #[arg(long = "for", value_name = "SECONDS", value_parser = bzhead::args::seconds(0.0))]
     for_secs: Option<f64>,
     /// Print JSON lines instead of text.
     #[arg(long)]
@@ -51,16 +51,16 @@ pub struct BotArgs {
     #[arg(long)]
     quiet: bool,
     /// Ticks per second.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = 30.0, value_parser = bzhead::args::float(1.0, 240.0))]
     tick_hz: f64,
     /// Milliseconds between two bots' connects.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = bzhead::args::int(0u64, 60_000))]
     stagger_ms: u64,
     /// Least milliseconds between two polls of the network (batching relayed messages saves CPU).
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, value_parser = bzhead::args::float(0.0, 30.0))]
     poll_ms: f64,
     /// Keep this many player slots free for humans: bots leave when fewer are free and come back later.
-    #[arg(long = "yield", value_name = "SLOTS")]
+    #[arg(long = "yield", value_name = "SLOTS", value_parser = bzhead::args::int(0u16, 255))]
     yield_slots: Option<u16>,
     /// Do not share an observer link (each bot then knows only what changes after it joins, unless --tank).
     #[arg(long)]
@@ -202,7 +202,7 @@ pub fn run(a: BotArgs) -> u8 {
                         Event::Accept { .. } => eye_joined = true,
                         // Nothing to play on: the server cannot be reached at all.
                         Event::Closed { exit_code: 3, reason } if !eye_joined && leaving_since.is_none() => {
-                            eprintln!("bzhead: {reason}");
+                            eprintln!("bzhead: {}", bzhead::text::for_terminal(reason));
                             code = CONNECT;
                             host.leave_all();
                             leaving_since = Some(Instant::now());
@@ -249,7 +249,8 @@ pub fn run(a: BotArgs) -> u8 {
                 })
                 .collect();
             code = if reasons.iter().any(|r| r.starts_with("kicked")) { KICKED } else { REJECTED };
-            eprintln!("bzhead: every bot stopped: {}", reasons.first().cloned().unwrap_or_default());
+            let why = reasons.first().cloned().unwrap_or_default();
+            eprintln!("bzhead: every bot stopped: {}", bzhead::text::for_terminal(&why));
             host.leave_all();
             leaving_since = Some(Instant::now());
         }

@@ -1,19 +1,19 @@
 //! `bzhead plugins`, `bzhead query PROTOCOL ADDR...` (plugin protocols; `query bzflag` stays in main.rs) and
 //! `bzhead scan`.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
 use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
 use bzhead::query::result::QueryResult;
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{Scan, ScanConfig, ScanEvent, ScanStats, Target, BZFLAG, BZFLAG_PORT};
 use bzhead::reactor::Reactor;
+use bzhead::text::for_terminal;
 
 /// Exit codes of the query commands.
 mod exit {
@@ -48,11 +48,11 @@ pub struct PluginsArgs {
 /// Options shared by `query` and `scan`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct QueryOptions {
-    /// Wait this long for the answer to a first request (then twice as long per retry).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    /// Wait this long for the answer to a first request (then twice as long per retry), 1 to 600000.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = bzhead::args::int(1u64, 600_000))]
     timeout_ms: u64,
-    /// Re-send an unanswered request this many times.
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    /// Re-send an unanswered request this many times, 0 to 16.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = bzhead::args::int(0u32, 16))]
     retries: u32,
     /// A protocol parameter KEY=VALUE for the plugin (repeatable; e.g. mode=vanilla, query=info).
     #[arg(long = "param", value_name = "KEY=VALUE")]
@@ -77,8 +77,8 @@ struct QueryArgs {
     #[arg(long, value_name = "NAME")]
     game: Option<String>,
     /// For dpmaster: the game's protocol number (e.g. 68, 71, 22).
-    #[arg(long, value_name = "N")]
-    game_protocol: Option<String>,
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, u32::MAX))]
+    game_protocol: Option<u32>,
     #[command(flatten)]
     opts: QueryOptions,
 }
@@ -105,17 +105,26 @@ pub struct ScanArgs {
     #[arg(long, value_name = "NAME")]
     game: Option<String>,
     /// For the master: the game's protocol number (e.g. 68, 71, 22).
-    #[arg(long, value_name = "N")]
-    game_protocol: Option<String>,
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, u32::MAX))]
+    game_protocol: Option<u32>,
     /// For the master: list filters (e.g. "empty full", "ipv6").
     #[arg(long, value_name = "F")]
     filters: Option<String>,
-    /// Datagrams per second, all servers together.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    /// Datagrams per second, all servers together (1 to 1000000).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = bzhead::args::int(1u32, 1_000_000))]
     rate: u32,
-    /// Queries running at once.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    /// Queries running at once (1 to 1000000).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = bzhead::args::int(1usize, 1_000_000))]
     concurrency: usize,
+    /// Also scan the special-use addresses a master lists (loopback, private, link-local, multicast,
+    /// documentation...; dropped and counted by default). For the operator of a LAN's own master.
+    #[arg(long)]
+    allow_private: bool,
+    /// Take at most N ports per host (IPv4 address or IPv6 /64) from a master's list; the rest are dropped and
+    /// counted (1 to 65535). A list file is taken as it is.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PORTS_PER_HOST,
+          value_parser = bzhead::args::int(1u32, 65_535))]
+    max_ports_per_host: u32,
     /// One JSON line per server instead of a table.
     #[arg(long)]
     json: bool,
@@ -135,13 +144,6 @@ fn load(dirs: &PluginDirs) -> PluginSet {
         tracing::debug!(error = %e, "plugin not loaded");
     }
     set
-}
-
-fn random_seed() -> u64 {
-    let mut h = RandomState::new().build_hasher();
-    h.write_u128(Instant::now().elapsed().as_nanos());
-    h.write_u32(std::process::id());
-    h.finish()
 }
 
 fn parse_params(raw: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -176,7 +178,8 @@ fn config(opts: &QueryOptions, params: Vec<(String, String)>) -> ScanConfig {
     ScanConfig {
         timeout: Duration::from_millis(opts.timeout_ms.clamp(1, 600_000)),
         retries: opts.retries.min(16),
-        seed: random_seed(),
+        // Every query's tokens and challenges come fresh from the operating system's random source.
+        seed: 0,
         params,
         ..ScanConfig::default()
     }
@@ -224,7 +227,9 @@ pub fn plugins(a: PluginsArgs) -> u8 {
     let _ = writeln!(out, "searched: {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
     let _ = writeln!(out, "\nbuilt in\n  {BZFLAG:<12} server  port {BZFLAG_PORT:<5}  BZFlag 2.4 (TCP)");
     for p in set.plugins() {
-        let _ = writeln!(out, "\n{} {} ({})", p.name(), p.version(), p.path().display());
+        // A plugin's own texts are printed through the terminal filter like a server's.
+        let (name, version) = (for_terminal(p.name()), for_terminal(p.version()));
+        let _ = writeln!(out, "\n{name} {version} ({})", for_terminal(&p.path().display().to_string()));
         if !p.catches_panics() {
             let _ = writeln!(out, "  warning: built with panic=abort; a panic in it ends bzhead");
         }
@@ -232,13 +237,14 @@ pub fn plugins(a: PluginsArgs) -> u8 {
             let kind = if d.kind == ProtocolKind::Master { "master" } else { "server" };
             let shadowed = set.plugin_for(&d.name).is_some_and(|w| !std::ptr::eq(w.as_ref(), p.as_ref()));
             let note = if shadowed { " (shadowed by an earlier plugin)" } else { "" };
-            let _ = writeln!(out, "  {:<12} {kind:<6}  port {:<5}  {}{note}", d.name, d.default_port, d.description);
+            let (name, desc) = (for_terminal(&d.name), for_terminal(&d.description));
+            let _ = writeln!(out, "  {name:<12} {kind:<6}  port {:<5}  {desc}{note}", d.default_port);
         }
     }
     if !set.errors().is_empty() {
         let _ = writeln!(out, "\nnot loaded");
         for e in set.errors() {
-            let _ = writeln!(out, "  {e}");
+            let _ = writeln!(out, "  {}", for_terminal(&e.to_string()));
         }
     }
     exit::OK
@@ -267,8 +273,8 @@ pub fn query(args: Vec<String>) -> u8 {
     if let Some(g) = &a.game {
         params.push(("game".into(), g.clone()));
     }
-    if let Some(g) = &a.game_protocol {
-        params.push(("game_protocol".into(), g.clone()));
+    if let Some(g) = a.game_protocol {
+        params.push(("game_protocol".into(), g.to_string()));
     }
     let set = load(&a.opts.dirs);
     let Some(port) = default_port(&set, &a.protocol) else {
@@ -380,8 +386,10 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
 fn text_block(r: &QueryResult) -> String {
     let mut s = String::new();
     let ping = r.ping_ms.map(|p| format!(", ping {p} ms")).unwrap_or_default();
+    let t = |v: &str| for_terminal(v).into_owned();
+    let topt = |v: Option<&str>| v.map_or_else(|| "-".to_owned(), t);
     match &r.outcome {
-        Err(e) => s += &format!("{} ({}): {e}\n", r.address, r.protocol),
+        Err(e) => s += &format!("{} ({}): {}\n", r.address, r.protocol, t(&e.to_string())),
         Ok(a) => {
             s += &format!("{} ({}): ok{ping}\n", r.address, r.protocol);
             if let Some(servers) = a.servers() {
@@ -392,9 +400,9 @@ fn text_block(r: &QueryResult) -> String {
             } else {
                 s += &format!(
                     "  name: {}\n  map: {}\n  game type: {}\n",
-                    opt(&a.name()),
-                    opt(&a.map()),
-                    opt(&a.game_type())
+                    topt(a.name()),
+                    topt(a.map()),
+                    topt(a.game_type())
                 );
                 s += &format!("  players: {}/{}", opt(&a.players()), opt(&a.max_players()));
                 if let Some(b) = a.bots() {
@@ -404,7 +412,7 @@ fn text_block(r: &QueryResult) -> String {
                 s += &format!(
                     "  password: {}\n  version: {}\n",
                     a.password().map_or("-", |p| if p { "yes" } else { "no" }),
-                    opt(&a.version())
+                    topt(a.version())
                 );
                 match a.player_list() {
                     None => s += "  player list: unknown\n",
@@ -414,10 +422,10 @@ fn text_block(r: &QueryResult) -> String {
                         for p in list {
                             s += &format!(
                                 "  {:<24} {:>8} {:>6} {:>6}\n",
-                                p.name,
-                                p.score.to_string(),
-                                p.team.to_string(),
-                                p.ping.to_string()
+                                t(p.name),
+                                t(&p.score.to_string()),
+                                t(&p.team.to_string()),
+                                t(&p.ping.to_string())
                             );
                         }
                     }
@@ -425,7 +433,7 @@ fn text_block(r: &QueryResult) -> String {
                 if !a.rules().is_empty() {
                     s += "  rules:";
                     for (k, v) in a.rules().iter() {
-                        s += &format!(" {k}={v}");
+                        s += &format!(" {}={}", t(k), t(&v.to_string()));
                     }
                     s += "\n";
                 }
@@ -447,10 +455,19 @@ fn table_row(r: &QueryResult) -> String {
             r.address.to_string(),
             ping,
             format!("{}/{}", opt(&a.players()), opt(&a.max_players())),
-            truncate(a.map().unwrap_or("-"), 16),
-            a.name().unwrap_or("-")
+            truncate(&for_terminal(a.map().unwrap_or("-")), 16),
+            for_terminal(a.name().unwrap_or("-"))
         ),
-        Err(e) => format!("{:<40} {:>7}  {:>7}  {:<16} ({e})", r.address.to_string(), "-", "-", "-"),
+        Err(e) => {
+            format!(
+                "{:<40} {:>7}  {:>7}  {:<16} ({})",
+                r.address.to_string(),
+                "-",
+                "-",
+                "-",
+                for_terminal(&e.to_string())
+            )
+        }
     }
 }
 
@@ -514,7 +531,8 @@ pub fn scan(a: ScanArgs) -> u8 {
             }
         };
         let mut mparams = Vec::new();
-        for (k, v) in [("game", &a.game), ("game_protocol", &a.game_protocol), ("filters", &a.filters)] {
+        let game_protocol = a.game_protocol.map(|p| p.to_string());
+        for (k, v) in [("game", &a.game), ("game_protocol", &game_protocol), ("filters", &a.filters)] {
             if let Some(v) = v {
                 mparams.push((k.to_owned(), v.clone()));
             }
@@ -547,6 +565,7 @@ pub fn scan(a: ScanArgs) -> u8 {
         rate: a.rate.max(1),
         burst: (a.rate / 20).clamp(1, 1000),
         concurrency: a.concurrency.max(1),
+        master_policy: MasterPolicy { allow_special_use: a.allow_private, max_ports_per_host: a.max_ports_per_host },
         ..config(&a.opts, params)
     };
     let started = Instant::now();
@@ -572,9 +591,20 @@ pub fn scan(a: ScanArgs) -> u8 {
             if is_master(r) {
                 match &r.outcome {
                     Ok(ans) => {
-                        eprintln!("bzhead: master {} listed {} servers", r.address, ans.servers().map_or(0, <[_]>::len))
+                        let raw = |k: &str| ans.raw().get(k).map_or_else(|| "0".to_owned(), |v| v.to_string());
+                        eprintln!(
+                            "bzhead: master {} listed {} servers: {} taken, {} special-use dropped, {} dropped over \
+                             {} ports per host{}",
+                            r.address,
+                            ans.servers().map_or(0, <[_]>::len),
+                            raw("entries_taken"),
+                            raw("dropped_special_use"),
+                            raw("dropped_ports_per_host"),
+                            a.max_ports_per_host,
+                            if a.allow_private { " (special-use allowed)" } else { "" },
+                        )
                     }
-                    Err(e) => master_failed = Some(format!("master {}: {e}", r.address)),
+                    Err(e) => master_failed = Some(format!("master {}: {}", r.address, for_terminal(&e.to_string()))),
                 }
             } else {
                 servers += 1;
@@ -627,12 +657,15 @@ pub fn scan(a: ScanArgs) -> u8 {
     };
     eprintln!(
         "bzhead: scanned {servers} servers: {answered} answered, {timed_out} timed out, {malformed} malformed, {} \
-         other errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored)",
+         other errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored; master entries \
+         dropped: {} special-use, {} over the per-host limit)",
         servers - answered - timed_out - malformed,
         started.elapsed().as_secs_f64(),
         stats.sent,
         stats.received,
         stats.unsolicited + stats.ignored,
+        stats.dropped_special_use,
+        stats.dropped_ports_per_host,
     );
     if let Some(m) = master_failed {
         eprintln!("bzhead: {m}");

@@ -269,6 +269,8 @@ pub struct InstanceOptions<'a> {
     pub max_log_level: i32,
     /// Seed for tokens and challenges.
     pub seed: u64,
+    /// Random bytes for long tokens and challenges (`None`: zeros, and the plugin derives them from `seed`).
+    pub random: Option<[u8; query_abi::RANDOM_LEN]>,
     /// Protocol parameters.
     pub params: &'a [(String, String)],
 }
@@ -406,6 +408,7 @@ impl PluginInstance {
             seed: options.seed,
             params: if params.is_empty() { ptr::null() } else { params.as_ptr() },
             params_len: params.len(),
+            random: options.random.unwrap_or([0; query_abi::RANDOM_LEN]),
         };
         let addr = Addr::from(target);
         let mut inst: *mut Instance = ptr::null_mut();

@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 use tracing::{debug, error, info, trace, warn};
 
+use super::filter::{EntryFilter, FilterCounts, MasterPolicy};
 use super::loader::{PluginLibrary, PluginSet, ProtocolKind};
 use super::plugin::{CallError, CallOutput, Handled, InstanceOptions, PluginHost, PluginInstance, Report};
 use super::result::{Answer, ErrorKind, FieldValue, QueryError, QueryResult};
@@ -62,6 +63,23 @@ pub const MAX_SENDS_PER_QUERY: usize = 1024;
 pub const MAX_TIMEOUT_CALLS: u32 = 1000;
 /// Most targets waiting to start.
 pub const MAX_PENDING: usize = 1 << 22;
+/// Most datagrams a query of a master entry may send per attempt (its first request, then each retry): two requests
+/// (Quake III's getinfo and getstatus, Teeworlds 0.7's token handshake and info request) and room for a page or a
+/// follow-up request. See [`entry_budget`].
+pub const ENTRY_DATAGRAMS_PER_ATTEMPT: usize = 4;
+/// Most bytes a query of a master entry may send per attempt (Teeworlds 0.7's token request alone is 520 bytes).
+pub const ENTRY_BYTES_PER_ATTEMPT: usize = 1200;
+
+/// What a scan may send because of one master entry, with `retries` re-sends allowed: one query (entries are
+/// deduplicated per protocol and address, and filtered by [`ScanConfig::master_policy`]), of at most
+/// `(datagrams, bytes)`. A query that would send more ends as a plugin failure. Returns
+/// `(ENTRY_DATAGRAMS_PER_ATTEMPT × attempts, ENTRY_BYTES_PER_ATTEMPT × attempts)` with `attempts = 1 + min(retries,
+/// 16)`: with the defaults (2 retries) 12 datagrams and 3600 bytes.
+pub fn entry_budget(retries: u32) -> (usize, usize) {
+    let attempts = retries.min(16) as usize + 1;
+    (ENTRY_DATAGRAMS_PER_ATTEMPT * attempts, ENTRY_BYTES_PER_ATTEMPT * attempts)
+}
+
 /// Most room (text bytes, fields, players) given to a new answer before it reports anything.
 const MAX_ANSWER_HINT: (usize, usize, usize) = (16 * 1024, 256, 64);
 
@@ -83,8 +101,14 @@ pub struct ScanConfig {
     pub timeout: Duration,
     /// How many times an unanswered request may be re-sent.
     pub retries: u32,
-    /// Seed for the plugins' tokens and challenges (fill it from a good random source).
+    /// 0 (the default): every query's tokens and challenges come from the operating system's random source, fresh
+    /// per query (a seed and [`query_abi::RANDOM_LEN`] bytes), so that no reply can be forged by guessing them,
+    /// not even by a server that saw its own. Any other value derives them from this seed instead
+    /// (deterministic, for tests).
     pub seed: u64,
+    /// What is taken from a master's list ([`crate::query::filter`]): by default no special-use address and at
+    /// most [`crate::query::filter::DEFAULT_MAX_PORTS_PER_HOST`] ports per host.
+    pub master_policy: MasterPolicy,
     /// Highest plugin log level passed on (`query_abi::LOG_*`).
     pub max_log_level: i32,
     /// Parameters given to every plugin query (before each target's own).
@@ -101,6 +125,7 @@ impl Default for ScanConfig {
             timeout: Duration::from_millis(1000),
             retries: 2,
             seed: 0,
+            master_policy: MasterPolicy::default(),
             max_log_level: query_abi::LOG_INFO,
             params: Vec::new(),
         }
@@ -172,6 +197,14 @@ pub struct ScanStats {
     pub ignored: u64,
     /// Targets left out as duplicates.
     pub duplicates: u64,
+    /// Master entries left out for a special-use address ([`ScanConfig::master_policy`]).
+    pub dropped_special_use: u64,
+    /// Master entries left out over the per-host port limit ([`ScanConfig::master_policy`]).
+    pub dropped_ports_per_host: u64,
+    /// Queries of master entries ended for sending more than [`entry_budget`] allows.
+    pub over_budget: u64,
+    /// Queries that could not start because the operating system gave no random bytes.
+    pub no_random: u64,
 }
 
 /// A datagram to send.
@@ -249,6 +282,10 @@ struct Query {
     last_send: Option<Instant>,
     ping: Option<Duration>,
     sends: usize,
+    /// Bytes sent so far.
+    bytes: usize,
+    /// For a master entry's query: the most datagrams and bytes it may send ([`entry_budget`]).
+    budget: Option<(usize, usize)>,
     /// Built in place as the plugin reports: lent to the host's call output during each call into the plugin
     /// ([`lend_answer`]); made at the first data, so a query waiting for its reply holds none.
     answer: Option<Box<Answer>>,
@@ -312,7 +349,12 @@ pub struct Scan {
     plugins: PluginSet,
     host: PluginHost,
     epoch: Instant,
-    pending: VecDeque<(usize, Target)>,
+    /// Targets waiting: index, target, and whether it came from a master's list.
+    pending: VecDeque<(usize, Target, bool)>,
+    /// Applies `config.master_policy` to every master entry of this scan (one per-host count for all masters).
+    master_filter: EntryFilter,
+    /// Random bytes drawn from the operating system in batches, handed out per query.
+    random: RandomPool,
     /// Every (protocol, address) queued so far, the protocol as an index into `protocol_names`.
     known: HashSet<(usize, AddrKey), AddrHash>,
     protocol_names: Vec<String>,
@@ -501,12 +543,15 @@ impl Scan {
             dry: false,
         };
         let hard_timeout = config.hard_timeout();
+        let master_filter = EntryFilter::new(config.master_policy);
         Scan {
             config,
             plugins,
             host: PluginHost::new(),
             epoch: now,
             pending: VecDeque::new(),
+            master_filter,
+            random: RandomPool::default(),
             known: HashSet::default(),
             protocol_names: Vec::new(),
             next_index: 0,
@@ -581,8 +626,13 @@ impl Scan {
         self.running.reserve(running);
     }
 
-    /// Queues a target; returns its index (its position among all targets, for ordering results).
-    pub fn add_target(&mut self, now: Instant, mut target: Target) -> Result<usize, AddError> {
+    /// Queues a target; returns its index (its position among all targets, for ordering results). Targets added
+    /// here are the caller's and are trusted as they are; only master entries go through the master policy.
+    pub fn add_target(&mut self, now: Instant, target: Target) -> Result<usize, AddError> {
+        self.add(now, target, false)
+    }
+
+    fn add(&mut self, now: Instant, mut target: Target, from_master: bool) -> Result<usize, AddError> {
         target.addr = normalize(target.addr);
         if self.pending.len() >= MAX_PENDING {
             return Err(AddError::Full);
@@ -601,7 +651,7 @@ impl Scan {
         let index = self.next_index;
         self.next_index += 1;
         self.stats.targets += 1;
-        self.pending.push_back((index, target));
+        self.pending.push_back((index, target, from_master));
         self.admit(now);
         Ok(index)
     }
@@ -829,28 +879,28 @@ impl Scan {
                 blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
                 break;
             }
-            let Some((index, target)) = self.pending.pop_front() else { break };
+            let Some((index, target, from_master)) = self.pending.pop_front() else { break };
             rotations -= 1;
             let addr = AddrKey::new(target.addr);
             if self.by_addr.contains_key(&addr) {
                 // Busy: it is looked at again when that query ends (which calls `admit`).
-                self.pending.push_back((index, target));
+                self.pending.push_back((index, target, from_master));
                 continue;
             }
             if let Some(end) = self.last_end.get(&addr) {
                 let at = later(*end, self.config.pace);
                 if at > now {
                     blocked_until = Some(blocked_until.map_or(at, |b| b.min(at)));
-                    self.pending.push_back((index, target));
+                    self.pending.push_back((index, target, from_master));
                     continue;
                 }
             }
-            self.start(now, index, target);
+            self.start(now, index, target, from_master);
         }
         self.admit_at = blocked_until;
     }
 
-    fn start(&mut self, now: Instant, index: usize, target: Target) {
+    fn start(&mut self, now: Instant, index: usize, target: Target, from_master: bool) {
         self.stats.started += 1;
         let tag = self.next_tag;
         self.next_tag += 1;
@@ -875,6 +925,8 @@ impl Scan {
             last_send: None,
             ping: None,
             sends: 0,
+            bytes: 0,
+            budget: from_master.then(|| entry_budget(self.config.retries)),
             answer: None,
             list_complete: true,
             master: (kind == ProtocolKind::Master).then(Box::default),
@@ -911,11 +963,27 @@ impl Scan {
             joined = self.config.params.iter().chain(&q.target.params).cloned().collect();
             &joined
         };
+        let (seed, random) = if self.config.seed != 0 {
+            (derive_seed(self.config.seed, tag), None)
+        } else {
+            match self.random.take() {
+                Some((seed, bytes)) => (seed, Some(bytes)),
+                None => {
+                    // No weak fallback: a query whose tokens could be guessed is not sent at all.
+                    let _ = take_answer(&self.host);
+                    self.stats.no_random += 1;
+                    let e = QueryError::new(ErrorKind::Error, "no random bytes from the operating system for tokens");
+                    self.finish(now, key, Err(e));
+                    return;
+                }
+            }
+        };
         let options = InstanceOptions {
             timeout_ms: u32::try_from(self.config.timeout.as_millis()).unwrap_or(u32::MAX).max(1),
             retries: self.config.retries,
             max_log_level: self.config.max_log_level,
-            seed: derive_seed(self.config.seed, tag),
+            seed,
+            random,
             params,
         };
         let now_ms = self.ms(now);
@@ -984,10 +1052,24 @@ impl Scan {
                         ));
                         continue;
                     }
+                    let bytes = out.bytes(data);
+                    q.bytes = q.bytes.saturating_add(bytes.len());
+                    if let Some((max_sends, max_bytes)) = q.budget {
+                        if q.sends > max_sends || q.bytes > max_bytes {
+                            self.stats.over_budget += 1;
+                            failure = Some(QueryError::new(
+                                ErrorKind::Plugin,
+                                format!(
+                                    "the {plugin} plugin would send more than a master entry may cause ({max_sends} \
+                                     datagrams, {max_bytes} bytes)"
+                                ),
+                            ));
+                            continue;
+                        }
+                    }
                     q.last_send = Some(now);
                     self.bucket.tokens -= 1.0;
                     self.stats.sent += 1;
-                    let bytes = out.bytes(data);
                     self.transmits.push_back((to, self.transmit_bytes.len(), bytes.len()));
                     self.transmit_bytes.extend_from_slice(bytes);
                 }
@@ -1147,8 +1229,20 @@ impl Scan {
         if let Err(e) = &outcome {
             debug!(protocol = %q.target.protocol, server = %q.target.addr, error = %e, "query failed");
         }
-        let expand = match (&outcome, &q.target.expand) {
-            (Ok(a), Some((proto, params))) => a.servers().map(|s| (s.to_vec(), proto.clone(), params.clone())),
+        let mut outcome = outcome;
+        let expand = match (&mut outcome, &q.target.expand) {
+            (Ok(a), Some((proto, params))) => {
+                let servers = a.servers().map(<[SocketAddr]>::to_vec);
+                servers.map(|s| {
+                    let (taken, counts) = self.filter_entries(&s, proto);
+                    // The master's answer keeps every entry it listed (`servers`) and says what the scan took.
+                    let int = |n: u64| FieldValue::Int(i64::try_from(n).unwrap_or(i64::MAX));
+                    a.set_raw("entries_taken", int(counts.accepted));
+                    a.set_raw("dropped_special_use", int(counts.special_use));
+                    a.set_raw("dropped_ports_per_host", int(counts.ports_per_host));
+                    (taken, proto.clone(), params.clone())
+                })
+            }
             _ => None,
         };
         let mut q = q;
@@ -1165,12 +1259,85 @@ impl Scan {
         if let Some((servers, protocol, params)) = expand {
             for addr in servers {
                 let t = Target { protocol: protocol.clone(), addr, params: params.clone(), expand: None };
-                if let Err(AddError::Full) = self.add_target(now, t) {
+                if let Err(AddError::Full) = self.add(now, t, true) {
                     warn!("too many targets; the rest of the master list is dropped");
                     break;
                 }
             }
         }
+    }
+}
+
+impl Scan {
+    /// The entries of a master's list that the scan takes for `protocol`: new ones (not yet queued for it) that
+    /// pass the master policy; counts what was dropped (also in [`ScanStats`]).
+    fn filter_entries(&mut self, entries: &[SocketAddr], protocol: &str) -> (Vec<SocketAddr>, FilterCounts) {
+        let proto = self.protocol_names.iter().position(|p| p == protocol);
+        let before = self.master_filter.counts();
+        let mut taken = Vec::with_capacity(entries.len().min(1 << 16));
+        for &a in entries {
+            let a = normalize(a);
+            if proto.is_some_and(|p| self.known.contains(&(p, AddrKey::new(a)))) {
+                continue; // a duplicate: counted by `add`, not charged to its host twice
+            }
+            if self.master_filter.check(a).is_ok() {
+                taken.push(a);
+            }
+        }
+        let after = self.master_filter.counts();
+        let counts = FilterCounts {
+            accepted: after.accepted - before.accepted,
+            special_use: after.special_use - before.special_use,
+            ports_per_host: after.ports_per_host - before.ports_per_host,
+        };
+        self.stats.dropped_special_use += counts.special_use;
+        self.stats.dropped_ports_per_host += counts.ports_per_host;
+        (taken, counts)
+    }
+}
+
+/// Random bytes from the operating system, drawn [`RandomPool::BATCH`] queries' worth at a time (one `getrandom`
+/// call per batch instead of one per query).
+struct RandomPool {
+    buf: Vec<u8>,
+    used: usize,
+}
+
+impl Default for RandomPool {
+    fn default() -> Self {
+        RandomPool { buf: Vec::new(), used: 0 }
+    }
+}
+
+impl RandomPool {
+    /// Queries served per draw.
+    const BATCH: usize = 64;
+    /// Bytes per query: a seed and the plugin's random bytes.
+    const PER_QUERY: usize = 8 + query_abi::RANDOM_LEN;
+
+    /// A seed and random bytes for one query, never handed out twice; `None` when the operating system has none.
+    fn take(&mut self) -> Option<(u64, [u8; query_abi::RANDOM_LEN])> {
+        if self.used + Self::PER_QUERY > self.buf.len() {
+            self.buf.resize(Self::BATCH * Self::PER_QUERY, 0);
+            if let Err(e) = getrandom::fill(&mut self.buf) {
+                warn!(error = %e, "no random bytes from the operating system");
+                self.buf.clear();
+                self.used = 0;
+                return None;
+            }
+            self.used = 0;
+        }
+        let chunk = self.buf.get(self.used..self.used + Self::PER_QUERY)?;
+        let (seed, rest) = chunk.split_at(8);
+        let seed = u64::from_le_bytes(seed.try_into().ok()?);
+        let random: [u8; query_abi::RANDOM_LEN] = rest.try_into().ok()?;
+        // Spent bytes are wiped, so that nothing later can read a token back out of the pool.
+        if let Some(c) = self.buf.get_mut(self.used..self.used + Self::PER_QUERY) {
+            c.fill(0);
+        }
+        self.used += Self::PER_QUERY;
+        // Seed 0 means "derive from the config" elsewhere; a random 0 is as good as any other value.
+        Some((seed, random))
     }
 }
 

@@ -12,6 +12,7 @@ mod faults;
 mod fuzz_regressions;
 mod harness;
 mod hostile;
+mod hostile_scan;
 mod monitor;
 mod observe;
 mod play;

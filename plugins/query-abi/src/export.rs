@@ -14,8 +14,8 @@
 use crate::safe::{Level, Player, QueryConfig, QueryEngine, Sink, Value};
 use crate::{
     AbiField, AbiParam, AbiPlayer, AbiValue, Addr, Bytes, Datagram, HostApi, Instance, PluginApi, ProtocolInfo,
-    QueryOptions, Status, Str, ABI_VERSION, DEFAULT_TIMEOUT_MS, LOG_ERROR, VALUE_BOOL, VALUE_INT, VALUE_NULL,
-    VALUE_STR,
+    QueryOptions, Status, Str, ABI_VERSION, DEFAULT_TIMEOUT_MS, LOG_ERROR, QUERY_OPTIONS_V1_SIZE, RANDOM_LEN,
+    VALUE_BOOL, VALUE_INT, VALUE_NULL, VALUE_STR,
 };
 use std::any::Any;
 use std::cell::{Cell, UnsafeCell};
@@ -386,11 +386,35 @@ unsafe fn read_options(options: *const QueryOptions) -> Result<QueryConfig, &'st
     }
     // SAFETY: non-null, aligned; `struct_size` is the first field of every version.
     let size = unsafe { options.cast::<u32>().read() };
-    if (size as usize) < size_of::<QueryOptions>() {
+    if (size as usize) < QUERY_OPTIONS_V1_SIZE {
         return Err("options struct_size too small");
     }
-    // SAFETY: at least as large as ours.
-    let o = unsafe { options.read() };
+    let o = if size as usize >= size_of::<QueryOptions>() {
+        // SAFETY: at least as large as ours.
+        unsafe { options.read() }
+    } else {
+        // A host of the first layout: its fields, and no random bytes (all zero: derived from the seed).
+        let mut o = QueryOptions {
+            struct_size: 0,
+            timeout_ms: 0,
+            retries: 0,
+            max_log_level: 0,
+            seed: 0,
+            params: core::ptr::null(),
+            params_len: 0,
+            random: [0; RANDOM_LEN],
+        };
+        // SAFETY: the caller's struct is readable for `size >= QUERY_OPTIONS_V1_SIZE` bytes; ours is a local of
+        // the same `repr(C)` layout, larger; the first QUERY_OPTIONS_V1_SIZE bytes are the same fields in both.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                options.cast::<u8>(),
+                (&mut o as *mut QueryOptions).cast::<u8>(),
+                QUERY_OPTIONS_V1_SIZE,
+            )
+        };
+        o
+    };
     if o.params_len > MAX_PARAMS {
         return Err("too many params");
     }
@@ -415,6 +439,7 @@ unsafe fn read_options(options: *const QueryOptions) -> Result<QueryConfig, &'st
         timeout_ms: if o.timeout_ms == 0 { DEFAULT_TIMEOUT_MS } else { o.timeout_ms },
         retries: o.retries,
         seed: o.seed,
+        random: (o.random != [0; RANDOM_LEN]).then_some(o.random),
         max_log_level: o.max_log_level,
         params: out,
     })

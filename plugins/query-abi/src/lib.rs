@@ -11,8 +11,8 @@
 //! * **Plugins are pure state machines.** They never own a socket, a clock or a thread. Time comes in as `now_ms`,
 //!   monotonic milliseconds since an epoch the host chose; datagrams come in through
 //!   [`PluginApi::on_datagram`]; the plugin asks the host to send through [`HostApi::send_to`] and reports results
-//!   through the other [`HostApi`] callbacks. Randomness (tokens, challenges) is derived from
-//!   [`QueryOptions::seed`], which the host fills.
+//!   through the other [`HostApi`] callbacks. Randomness (tokens, challenges) comes from [`QueryOptions::seed`]
+//!   and [`QueryOptions::random`], which the host fills from the operating system's random source per query.
 //! * **Thread rule.** Every function of both tables is called on the host's reactor thread, one call at a time.
 //!   Instances are never shared between threads. A host callback must not call back into the plugin (no
 //!   re-entrancy): in particular, the host must not destroy an instance from inside one of its callbacks; it notes
@@ -450,7 +450,20 @@ pub struct QueryOptions {
     pub params: *const AbiParam,
     /// Number of entries at `params`.
     pub params_len: usize,
+    // ---- appended in bzhead 0.1 (ABI version 1 still): present when `struct_size >= size_of::<QueryOptions>()`
+    // of this crate; a reader finds the end of the first layout at [`QUERY_OPTIONS_V1_SIZE`].
+    /// [`RANDOM_LEN`] bytes from the operating system's random source, fresh for this query, for tokens and
+    /// challenges longer than the 64 bits of `seed` allows; all zero when the host has none to give (a test with a
+    /// fixed seed), in which case a plugin derives its bytes from `seed` ([`QueryConfig::random_bytes`] does it).
+    pub random: [u8; RANDOM_LEN],
 }
+
+/// Length of [`QueryOptions::random`].
+pub const RANDOM_LEN: usize = 64;
+
+/// `struct_size` of the first [`QueryOptions`] layout (up to `params_len`): hosts built before
+/// [`QueryOptions::random`] was appended pass this; readers accept it and treat the random bytes as absent.
+pub const QUERY_OPTIONS_V1_SIZE: usize = core::mem::offset_of!(QueryOptions, random);
 
 /// The host's callbacks, passed to [`PluginApi::create`]. The plugin copies the table (and validates
 /// `abi_version`, `struct_size` and every pointer) at `create`; `ctx` must stay valid until every instance created

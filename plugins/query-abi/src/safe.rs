@@ -112,6 +112,9 @@ pub struct QueryConfig {
     pub retries: u32,
     /// Seed for tokens and challenges.
     pub seed: u64,
+    /// Random bytes for long tokens and challenges ([`crate::QueryOptions::random`]); `None` when the host gave
+    /// none (then [`QueryConfig::random_bytes`] derives them from the seed).
+    pub random: Option<[u8; crate::RANDOM_LEN]>,
     /// Highest log level the host wants.
     pub max_log_level: i32,
     /// Protocol-specific parameters, in the order given.
@@ -124,6 +127,7 @@ impl Default for QueryConfig {
             timeout_ms: DEFAULT_TIMEOUT_MS,
             retries: DEFAULT_RETRIES,
             seed: 0,
+            random: None,
             max_log_level: LOG_INFO,
             params: Vec::new(),
         }
@@ -142,6 +146,7 @@ impl QueryConfig {
             timeout_ms: self.timeout_ms,
             retries: self.retries,
             seed: self.seed,
+            random: self.random,
             max_log_level: self.max_log_level,
             params: Vec::new(),
         }
@@ -157,6 +162,20 @@ impl QueryConfig {
     /// retry, capped at four times.
     pub fn wait_ms(&self, attempt: u32) -> u64 {
         u64::from(self.timeout_ms.max(1)) << attempt.min(2)
+    }
+
+    /// The query's random bytes: the host's ([`QueryConfig::random`]) when it gave them, else
+    /// [`crate::RANDOM_LEN`] bytes derived from the seed ([`QueryConfig::derive`] from 1000 on).
+    pub fn random_bytes(&self) -> [u8; crate::RANDOM_LEN] {
+        if let Some(r) = self.random {
+            return r;
+        }
+        let mut out = [0u8; crate::RANDOM_LEN];
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            let w = self.derive(1000 + i as u64).to_le_bytes();
+            chunk.copy_from_slice(&w[..chunk.len()]);
+        }
+        out
     }
 
     /// The `n`-th 64-bit pseudo-random number derived from the seed (splitmix64). Deterministic: tests with a

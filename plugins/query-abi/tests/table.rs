@@ -386,6 +386,7 @@ fn options_and_params_reach_the_engine() {
         seed: 42,
         params: params.as_ptr(),
         params_len: 1,
+        random: [7; query_abi::RANDOM_LEN],
     };
     let (st, inst) = create(&h, "needs-param", &opts);
     assert_eq!(st, Status::OK);
@@ -410,6 +411,15 @@ fn options_and_params_reach_the_engine() {
     assert_eq!(create(&h, "echo", &bad).0, Status::BAD_INPUT);
     let bad = QueryOptions { struct_size: 8, ..opts };
     assert_eq!(create(&h, "echo", &bad).0, Status::BAD_INPUT);
+    let bad = QueryOptions { struct_size: query_abi::QUERY_OPTIONS_V1_SIZE as u32 - 1, ..opts };
+    assert_eq!(create(&h, "echo", &bad).0, Status::BAD_INPUT);
+
+    // A host of the first layout (no random bytes appended) is still served.
+    let h = Host::default();
+    let old = QueryOptions { struct_size: query_abi::QUERY_OPTIONS_V1_SIZE as u32, ..opts };
+    let (st, inst) = create(&h, "echo", &old);
+    assert_eq!(st, Status::OK);
+    unsafe { (a.destroy.unwrap())(inst) };
 }
 
 #[test]

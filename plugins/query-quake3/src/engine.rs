@@ -2,9 +2,11 @@
 //!
 //! `quake3` (ioquake3, OpenArena; port 27960) and `warsow` (Warsow 2.1; port 44400):
 //! * by default `getinfo <challenge>` and `getstatus <challenge>` together: getinfo gives `clients` (bots included)
-//!   and `g_humanplayers`, getstatus the whole serverinfo and the player lines. The challenge is printable, comes
-//!   from the host's seed, and must be echoed: a reply with another challenge is ignored (one without any is
-//!   accepted, as old servers do not echo it).
+//!   and `g_humanplayers`, getstatus the whole serverinfo and the player lines. The challenge is printable, made
+//!   of the host's random bytes for the query (512 bits for `quake3`, 336 for `warsow`: as long as each server
+//!   echoes), and must be echoed: a reply with another challenge, or with none, is ignored (parameter
+//!   `challenge=optional` accepts replies without one, from servers older than Quake III 1.32). Warsow's short
+//!   `info` reply echoes nothing and is matched by source address only.
 //! * parameter `query`: `both` (default), `info`, `status`, or (Warsow) `short` for the browser's
 //!   `info <protocol> full empty` (parameter `protocol`, default 22).
 //! * ioq3 answers a source IP about once a second after a burst of ten (`SVC_RateLimitAddress`), so retries are
@@ -32,6 +34,32 @@ const PAGE_WAIT_MS: u64 = 1000;
 /// Most master entries kept.
 const MAX_ENTRIES: usize = 1 << 20;
 
+/// Random characters in a `quake3` challenge: 86 of 64 symbols carry the host's 512 random bits. With `bzh` in front
+/// and a retry's `r<attempt>` behind, it stays under the 128 characters ioq3 accepts (a longer one is not answered).
+pub const QUAKE3_CHALLENGE_CHARS: usize = 86;
+/// Random characters in a `warsow` challenge (336 bits): Warsow echoes it as an info value, whose size its info
+/// strings bound (64 bytes with the terminator), so with `bzh` and `r<attempt>` it stays under 63.
+pub const WARSOW_CHALLENGE_CHARS: usize = 56;
+
+/// `bzh` and `len` characters of `[0-9A-Za-z_-]` (six bits each) from `random` (at most 8 bits used per 6): printable,
+/// without the separators a challenge must not carry (`\`, `/`, `;`, `"`, `%`, space).
+pub fn challenge_from(random: &[u8], len: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-";
+    let mut out = String::with_capacity(3 + len);
+    out.push_str("bzh");
+    let (mut acc, mut bits) = (0u32, 0u32);
+    let mut bytes = random.iter().cycle();
+    for _ in 0..len {
+        if bits < 6 {
+            acc = (acc << 8) | u32::from(bytes.next().copied().unwrap_or(0));
+            bits += 8;
+        }
+        bits -= 6;
+        out.push(char::from(ALPHABET[((acc >> bits) & 63) as usize]));
+    }
+    out
+}
+
 /// The plugin's engine.
 #[derive(Debug)]
 // The engine already lives in a box of the export layer's: boxing the server query as well cost an allocation per
@@ -52,11 +80,8 @@ impl QueryEngine for Quake3Engine {
         now_ms: u64,
         sink: &mut dyn Sink,
     ) -> Result<Self, CreateError> {
-        // `bzh` and 16 lowercase hex digits (the same text `format!("bzh{:016x}")` makes, without its machinery).
-        let n = config.derive(1);
-        let mut chal = String::with_capacity(19);
-        chal.push_str("bzh");
-        chal.extend((0..16).rev().map(|i| char::from(b"0123456789abcdef"[((n >> (i * 4)) & 0xf) as usize])));
+        let len = if protocol == "warsow" { WARSOW_CHALLENGE_CHARS } else { QUAKE3_CHALLENGE_CHARS };
+        let chal = challenge_from(&config.random_bytes(), len);
         Self::build(protocol, target, config, chal, None, now_ms, sink)
     }
 
@@ -159,6 +184,9 @@ pub struct ServerQuery {
     first_sent: [bool; 2],
     /// The challenges of the retries (`<first>r<attempt>`), as sent.
     retry_challenges: Vec<String>,
+    /// A reply must echo one of our challenges (parameter `challenge=required`, the default); with
+    /// `challenge=optional` one that echoes none is accepted too (servers older than Quake III 1.32).
+    require_challenge: bool,
     attempt: u32,
     deadline: Option<u64>,
     /// The infoResponse's info string, kept raw and decoded once at the end.
@@ -200,6 +228,11 @@ impl ServerQuery {
         } else {
             String::new()
         };
+        let require_challenge = match config.param("challenge").unwrap_or("required") {
+            "required" => true,
+            "optional" => false,
+            other => return Err(CreateError::BadConfig(format!("challenge {other:?}: expected required or optional"))),
+        };
         let challenges = [Some(info_challenge.as_str()), status_challenge.as_deref()];
         if let Some(bad) = challenges.into_iter().flatten().find(|c| !msg::valid_challenge(c)) {
             return Err(CreateError::BadConfig(format!("challenge {bad:?} is not printable text without separators")));
@@ -214,6 +247,7 @@ impl ServerQuery {
             status_challenge,
             first_sent: [false; 2],
             retry_challenges: Vec::new(),
+            require_challenge,
             attempt: 0,
             deadline: None,
             info: None,
@@ -278,10 +312,10 @@ impl ServerQuery {
         self.deadline = Some(now_ms.saturating_add(wait));
     }
 
-    /// The reply's challenge is one of ours, or absent.
+    /// The reply's challenge is one of ours (or absent, with `challenge=optional`).
     fn challenge_ok(&self, infostring: &[u8]) -> bool {
         match msg::raw_get(infostring, b"challenge") {
-            None => true,
+            None => !self.require_challenge,
             Some(c) => {
                 (0..2).any(|w| self.first_sent[w] && self.first_challenge(w).as_bytes() == c)
                     || self.retry_challenges.iter().any(|m| m.as_bytes() == c)

@@ -1,7 +1,7 @@
 //! The engines against the OpenArena and dpmaster captures in `testdata/`, plus hand-built Warsow replies (no Warsow
 //! server could be run; their layout is from qfusion `warsow_2_1_0` `sv_oob.c`), in virtual time.
 
-use crate::engine::Quake3Engine;
+use crate::engine::{challenge_from, Quake3Engine, QUAKE3_CHALLENGE_CHARS, WARSOW_CHALLENGE_CHARS};
 use query_abi::collect::{Collector, OwnedValue, Report};
 use query_abi::{keys, Datagram, QueryConfig, QueryEngine, Status};
 use query_wire::fuzz::{for_each_mutation, for_each_truncation};
@@ -117,10 +117,16 @@ fn openarena_getinfo_and_getstatus() {
 }
 
 #[test]
-fn challenges_are_checked_but_may_be_absent() {
+fn challenges_are_required_unless_optional() {
     let mut r = Run::new("quake3", QueryConfig::default(), ("other1", "other2"));
     assert_eq!(r.feed(cap!("bots4-getinfo.resp.bin")), Datagram::Ignored, "challenge xxx_chal is not ours");
     assert_eq!(r.feed(cap!("bots4-getstatus.resp.bin")), Datagram::Ignored);
+    assert_eq!(r.feed(cap!("bots4-getinfo-nochal.resp.bin")), Datagram::Ignored, "a reply must echo ours");
+    assert_eq!(r.feed(cap!("bots4-getstatus-nochal.resp.bin")), Datagram::Ignored);
+    assert!(r.c.done().is_none());
+    let optional = QueryConfig::default().with_param("challenge", "optional");
+    let mut r = Run::new("quake3", optional, ("other1", "other2"));
+    assert_eq!(r.feed(cap!("bots4-getinfo.resp.bin")), Datagram::Ignored, "a wrong one is never accepted");
     assert_eq!(r.feed(cap!("bots4-getinfo-nochal.resp.bin")), Datagram::Accepted, "old servers echo nothing");
     assert_eq!(r.feed(cap!("bots4-getinfo-nochal.resp.bin")), Datagram::Ignored, "duplicate");
     assert_eq!(r.feed(cap!("bots4-getstatus-nochal.resp.bin")), Datagram::Accepted);
@@ -453,4 +459,28 @@ fn truncations_and_mutations_never_panic() {
         });
     }
     assert!(n > 3000, "{n}");
+}
+
+#[test]
+fn challenges_carry_the_hosts_random_bytes() {
+    let mut random = [0u8; query_abi::RANDOM_LEN];
+    for (i, b) in random.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+    }
+    let config = QueryConfig { random: Some(random), ..QueryConfig::default() };
+    for (protocol, chars) in [("quake3", QUAKE3_CHALLENGE_CHARS), ("warsow", WARSOW_CHALLENGE_CHARS)] {
+        let mut c = Collector::new();
+        let _e = Quake3Engine::new(protocol, target(), &config, 0, &mut c).unwrap();
+        let sends = c.take_sends();
+        let first = String::from_utf8_lossy(&sends[0].1).into_owned();
+        let chal = first.rsplit(' ').next().unwrap().to_owned();
+        assert_eq!(chal, challenge_from(&random, chars), "{first:?}");
+        assert_eq!(chal.len(), 3 + chars);
+        assert!(crate::msg::valid_challenge(&format!("{chal}r16")), "{chal}");
+        // Other bytes, another challenge; the same bytes, the same one.
+        let mut other = random;
+        other[0] ^= 1;
+        assert_ne!(challenge_from(&other, chars), chal);
+    }
+    assert!(QUAKE3_CHALLENGE_CHARS * 6 >= query_abi::RANDOM_LEN * 8, "every random bit is used");
 }
