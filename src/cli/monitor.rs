@@ -27,6 +27,7 @@ use bzhead::monitor::masters::{Fetcher, Format};
 use bzhead::monitor::metrics::Own;
 use bzhead::monitor::store::{self, Retention, Writer, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
+use bzhead::query::filter::{EntryFilter, MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
 use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
@@ -67,6 +68,12 @@ pub struct MonitorArgs {
     /// Re-send an unanswered request this many times.
     #[arg(long, value_name = "N")]
     retries: Option<u32>,
+    /// Take master entries with special-use addresses (loopback, private networks...) too.
+    #[arg(long)]
+    allow_private: bool,
+    /// Most ports taken per host from a master's list.
+    #[arg(long, value_name = "N")]
+    max_ports_per_host: Option<u32>,
     /// Stop after this many rounds (for tests and benchmarks).
     #[arg(long, value_name = "N")]
     rounds: Option<u64>,
@@ -251,7 +258,16 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
     let mcfg =
         MonitorConfig { down_after: a.down_after.or(cfg.down_after).unwrap_or(2).max(1), ..MonitorConfig::default() };
     let rate = a.rate.or(cfg.rate).unwrap_or(1000).max(1);
+    let policy = MasterPolicy {
+        allow_special_use: a.allow_private || cfg.allow_private.unwrap_or(false),
+        max_ports_per_host: a
+            .max_ports_per_host
+            .or(cfg.max_ports_per_host)
+            .unwrap_or(DEFAULT_MAX_PORTS_PER_HOST)
+            .max(1),
+    };
     let scan_cfg = ScanConfig {
+        master_policy: policy,
         timeout: Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000).clamp(1, 600_000)),
         retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
         ..ScanConfig::default()
@@ -323,7 +339,6 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                         .clamp(50, rate.max(50))
                         .min(rate),
                     burst: (rate / 20).clamp(1, 1000),
-                    seed: random_u64(),
                     ..scan_cfg.clone()
                 };
                 let mut scan = Scan::new(p, cfg, now);
@@ -412,10 +427,15 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
             fetches_left = fetches_left.saturating_sub(1);
             match outcome {
                 Ok(entries) => {
-                    info!(servers = entries.len(), "master list fetched");
+                    // The same entry policy as a UDP master's list.
+                    let mut filter = EntryFilter::new(policy);
+                    let mut seen = std::collections::HashSet::new();
+                    let taken: Vec<_> =
+                        entries.into_iter().filter(|e| seen.insert(e.addr) && filter.check(e.addr).is_ok()).collect();
+                    info!(taken = taken.len(), dropped = filter.counts().dropped(), "master list fetched");
                     if let Some((id, _)) = round {
                         reactor.with_scan(id, |scan, now| {
-                            for e in entries {
+                            for e in taken {
                                 let _ = scan.add_target(now, Target::new(e.protocol, e.addr));
                             }
                         });

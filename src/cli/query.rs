@@ -504,9 +504,23 @@ pub fn scan(a: ScanArgs) -> u8 {
     if let (Some(format), Some(url)) = (http_master, &a.master) {
         match bzhead::monitor::masters::fetch(format, url) {
             Ok(entries) => {
-                eprintln!("bzhead: master {url} listed {} servers", entries.len());
-                targets.extend(
-                    entries.iter().filter(|e| e.protocol == a.protocol).map(|e| Target::new(&a.protocol, e.addr)),
+                // The list's entries go through the same policy as a UDP master's.
+                let mut filter = bzhead::query::filter::EntryFilter::new(MasterPolicy {
+                    allow_special_use: a.allow_private,
+                    max_ports_per_host: a.max_ports_per_host,
+                });
+                let mut seen = std::collections::HashSet::new();
+                let before = targets.len();
+                for e in entries.iter().filter(|e| e.protocol == a.protocol) {
+                    if seen.insert(e.addr) && filter.check(e.addr).is_ok() {
+                        targets.push(Target::new(&a.protocol, e.addr));
+                    }
+                }
+                eprintln!(
+                    "bzhead: master {url} listed {} servers; {} taken, {} dropped by the entry policy",
+                    entries.len(),
+                    targets.len() - before,
+                    filter.counts().dropped()
                 );
             }
             Err(e) => {

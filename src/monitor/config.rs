@@ -12,6 +12,8 @@
 //! rate = 1000                  # datagrams per second at most
 //! timeout_ms = 1000            # first wait for an answer
 //! retries = 2
+//! allow_private = false        # master entries with special-use addresses are dropped
+//! max_ports_per_host = 4       # per host, from a master's list
 //!
 //! [[server]]
 //! protocol = "bzflag"
@@ -61,6 +63,10 @@ pub struct Config {
     pub timeout_ms: Option<u64>,
     /// Re-sends.
     pub retries: Option<u32>,
+    /// Take master entries with special-use addresses (loopback, private, ...) too (a LAN's own master).
+    pub allow_private: Option<bool>,
+    /// Most ports taken per host from a master's list.
+    pub max_ports_per_host: Option<u32>,
     /// Single servers.
     #[serde(default)]
     pub server: Vec<ServerSource>,

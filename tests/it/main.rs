@@ -14,6 +14,7 @@ mod harness;
 mod hostile;
 mod hostile_scan;
 mod monitor;
+mod monitor_masters;
 mod observe;
 mod play;
 mod query_demux;
