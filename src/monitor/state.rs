@@ -57,6 +57,21 @@ pub struct Server {
     pub history: VecDeque<Point>,
     /// Seen in the current round.
     seen_round: u64,
+    /// When its row was last written, and a digest of what it said (up, name, map, counts).
+    written: (i64, u64),
+    /// When the sightings of its present players were last written.
+    sightings_written: i64,
+    /// Digest of the name and map of the last sample that carried them.
+    sampled_text: u64,
+}
+
+/// How long a server's row and its present players' sightings may go unwritten while nothing about them changes
+/// (their `last_seen` in the database is then at most this old; the API answers from memory).
+pub const REFRESH_SECONDS: i64 = 600;
+
+fn digest<T: std::hash::Hash>(v: &T) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(v)
 }
 
 /// Counters the metrics show.
@@ -125,7 +140,20 @@ impl Monitor {
             let key = (row.protocol.clone(), row.address.clone());
             let history = loaded.history.remove(&key).unwrap_or_default().into();
             let present = present.remove(&key).unwrap_or_default();
-            m.servers.insert(key, Server { row, fails: 0, error: None, present, history, seen_round: 0 });
+            m.servers.insert(
+                key,
+                Server {
+                    row,
+                    fails: 0,
+                    error: None,
+                    present,
+                    history,
+                    seen_round: 0,
+                    written: (0, 0),
+                    sightings_written: 0,
+                    sampled_text: 0,
+                },
+            );
         }
         let skip = loaded.events.len().saturating_sub(m.config.max_events);
         m.published.extend(loaded.events.into_iter().skip(skip));
@@ -249,6 +277,9 @@ impl Monitor {
             present: Vec::new(),
             history: VecDeque::new(),
             seen_round: 0,
+            written: (0, 0),
+            sightings_written: 0,
+            sampled_text: 0,
         });
         s.seen_round = round;
         s.row.last_seen = t;
@@ -293,8 +324,19 @@ impl Monitor {
             }
         }
         self.sample(&mut s, r.is_ok());
-        self.batch.servers.push(s.row.clone());
+        self.write_row(&mut s, false);
         self.servers.insert(key, s);
+    }
+
+    /// Puts the server's row in the batch when something about it changed, or when it was not written for
+    /// [`REFRESH_SECONDS`] (or always, with `force`).
+    fn write_row(&mut self, s: &mut Server, force: bool) {
+        let r = &s.row;
+        let d = digest(&(r.up, &r.name, &r.map, r.players, r.max_players, r.last_ok == 0));
+        if force || d != s.written.1 || self.round_t - s.written.0 >= REFRESH_SECONDS {
+            s.written = (self.round_t, d);
+            self.batch.servers.push(s.row.clone());
+        }
     }
 
     fn server_down(&mut self, s: &mut Server, key: &(String, String)) {
@@ -349,8 +391,17 @@ impl Monitor {
                 present: false,
             });
         }
+        // Present players' stints are written when they begin and then every REFRESH_SECONDS (their ends, when
+        // they leave).
+        let refresh = t - s.sightings_written >= REFRESH_SECONDS;
+        if refresh {
+            s.sightings_written = t;
+        }
         for (n, first) in &now_present {
             self.note_player(n, key, *first, t);
+            if !refresh && *first != t {
+                continue;
+            }
             self.batch.sightings.push(Sighting {
                 name: n.clone(),
                 protocol: key.0.clone(),
@@ -370,6 +421,13 @@ impl Monitor {
         while s.history.len() > self.config.history_points {
             s.history.pop_front();
         }
+        // Name and map only when they differ from the last sample that carried them (NULL: unchanged), and at
+        // least once an hour so that an hour's rows always say them.
+        let d = digest(&(&s.row.name, &s.row.map, t / 3600));
+        let text = up && d != s.sampled_text;
+        if text {
+            s.sampled_text = d;
+        }
         self.batch.samples.push(Sample {
             protocol: s.row.protocol.clone(),
             address: s.row.address.clone(),
@@ -378,8 +436,8 @@ impl Monitor {
             players,
             max_players: if up { s.row.max_players } else { None },
             ping_ms: if up { s.row.ping_ms } else { None },
-            map: if up { s.row.map.clone() } else { None },
-            name: if up { s.row.name.clone() } else { None },
+            map: if text { s.row.map.clone() } else { None },
+            name: if text { s.row.name.clone() } else { None },
         });
     }
 
@@ -395,7 +453,7 @@ impl Monitor {
             s.error = Some("not_listed".to_owned());
             if s.fails >= self.config.down_after {
                 self.server_down(&mut s, &key);
-                self.batch.servers.push(s.row.clone());
+                self.write_row(&mut s, true);
             }
             self.servers.insert(key, s);
         }

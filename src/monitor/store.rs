@@ -5,10 +5,12 @@
 //! * `servers(id, protocol, address, first_seen, last_seen, last_ok, up, name, map, players, max_players, ping_ms,
 //!   json)`: one row per server ever seen, its latest state (`json`: the last answer in the shared result shape).
 //! * `samples(server_id, t, up, players, max_players, ping_ms, map, name)`: one row per server per round, kept
-//!   [`Retention::samples_days`] days.
+//!   [`Retention::samples_days`] days; `map` and `name` are NULL when they are those of the server's previous sample
+//!   that had them (they are written at least once an hour).
 //! * `hourly(server_id, hour, samples, up_samples, players_avg, players_max, ping_avg)`: samples folded per hour
 //!   when they leave `samples`, kept [`Retention::hourly_days`] days.
-//! * `sightings(name, server_id, first_seen, last_seen, present)`: one row per stint of a name on a server.
+//! * `sightings(name, server_id, first_seen, last_seen, present)`: one row per stint of a name on a server
+//!   (written when it begins and ends, and every ten minutes in between).
 //! * `events(id, t, type, server_id, data)`: the change feed, ids increasing across restarts.
 //!
 //! Times are Unix seconds. [`Writer`] owns the connection on its own thread: the event loop hands it a [`Batch`] per
