@@ -496,3 +496,37 @@ fn headless_chromium_shows_the_servers_as_text() {
     assert!(!dom.contains("<i>tw07</i>"), "{dom}");
     assert!(dom.contains("2 of 2 servers"), "{dom}");
 }
+
+#[test]
+fn verify_join_joins_a_real_bzfs_as_an_observer_and_reports_it() {
+    let plugins = real_plugin_dir();
+    let dir = TempDir::new("monitor-verify-join");
+    let bzfs = Bzfs::builder().start();
+    let config = dir.join("monitor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "interval = 1\n[[server]]\nprotocol = \"bzflag\"\naddress = \"{}\"\nverify_join = true\nverify_every = 3600\n",
+            bzfs.addr()
+        ),
+    )
+    .unwrap();
+    let m =
+        MonitorProc::start(&dir.join("m.db"), &plugins, &["--config".to_owned(), config.to_str().unwrap().to_owned()]);
+    let deadline = Instant::now() + WAIT * 2;
+    let text = loop {
+        let (_, text) = m.get("/metrics");
+        if text.contains("bzhead_server_join_seconds{") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no join reported: {text}\n{}", m.log.text());
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        text.contains(&format!("bzhead_server_joinable{{protocol=\"bzflag\",address=\"{}\"}} 1", bzfs.addr())),
+        "{text}"
+    );
+    // The server saw an observer join and leave.
+    assert!(bzfs.wait_for_log("bzhead-monitor", WAIT), "{}", bzfs.log());
+    assert!(bzfs.wait_for_log("removed", WAIT), "{}", bzfs.log());
+}
