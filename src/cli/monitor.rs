@@ -332,9 +332,10 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
         // Rounds.
         if round.is_none() && now >= next_round && a.rounds.is_none_or(|n| own.rounds < n) {
             if let Some(p) = plugins.take() {
-                // Spread the round's first requests over about half the interval, so that a big fleet is not asked
-                // in one burst; never slower than 50 a second nor faster than --rate. Bursts of 50 ms' worth.
-                let round_rate = (((targets.len() as f64) * 2.0 / interval.as_secs_f64()).ceil() as u32)
+                // Spread the round's requests (about two datagrams a query) over about half the interval, so that a
+                // big fleet is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of
+                // 50 ms' worth.
+                let round_rate = (((targets.len() as f64) * 4.0 / interval.as_secs_f64()).ceil() as u32)
                     .clamp(50, rate.max(50))
                     .min(rate);
                 let cfg = ScanConfig { rate: round_rate, burst: (round_rate / 20).clamp(1, 1000), ..scan_cfg.clone() };

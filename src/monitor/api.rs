@@ -133,7 +133,7 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
         out.push_str(&Monitor::server_json(s, false));
         if history {
             out.pop();
-            let points: Vec<Point> = s.history.iter().copied().collect();
+            let points: Vec<Point> = s.history().collect();
             write_history(&mut out, &downsample(&points, 30));
             out.push('}');
         }
@@ -166,7 +166,7 @@ pub fn server(m: &Monitor, protocol: &str, address: &str, since: i64) -> ApiResp
     };
     let mut out = Monitor::server_json(s, true);
     out.pop(); // its closing brace
-    let points: Vec<Point> = s.history.iter().copied().filter(|p| p.0 >= since).collect();
+    let points: Vec<Point> = s.history().filter(|p| p.0 >= since).collect();
     write_history(&mut out, &downsample(&points, MAX_HISTORY_POINTS));
     out.push('}');
     ApiResponse::json(out)

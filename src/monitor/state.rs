@@ -42,6 +42,31 @@ impl Default for MonitorConfig {
 /// One point of a server's history: (Unix time, answered, players).
 pub type Point = (i64, bool, Option<i64>);
 
+/// A point as kept in memory (8 bytes): Unix time in seconds, and the players, or [`DOWN`] or [`UNKNOWN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compact {
+    t: u32,
+    players: i32,
+}
+
+const DOWN: i32 = -2;
+const UNKNOWN: i32 = -1;
+
+impl Compact {
+    fn new((t, up, players): Point) -> Compact {
+        let players = match (up, players) {
+            (false, _) => DOWN,
+            (true, None) => UNKNOWN,
+            (true, Some(p)) => i32::try_from(p.clamp(0, i64::from(i32::MAX))).unwrap_or(i32::MAX),
+        };
+        Compact { t: u32::try_from(t.clamp(0, i64::from(u32::MAX))).unwrap_or(0), players }
+    }
+
+    fn point(self) -> Point {
+        (i64::from(self.t), self.players != DOWN, (self.players >= 0).then_some(i64::from(self.players)))
+    }
+}
+
 /// A tracked server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Server {
@@ -53,8 +78,8 @@ pub struct Server {
     pub error: Option<String>,
     /// Players there now: (name, stint start).
     pub present: Vec<(String, i64)>,
-    /// Recent samples, oldest first.
-    pub history: VecDeque<Point>,
+    /// Recent samples, oldest first (see [`Server::history`]).
+    history: VecDeque<Compact>,
     /// Seen in the current round.
     seen_round: u64,
     /// When its row was last written, and a digest of what it said (up, name, map, counts).
@@ -72,6 +97,13 @@ pub const REFRESH_SECONDS: i64 = 600;
 fn digest<T: std::hash::Hash>(v: &T) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(v)
+}
+
+impl Server {
+    /// Recent samples, oldest first.
+    pub fn history(&self) -> impl Iterator<Item = Point> + '_ {
+        self.history.iter().map(|c| c.point())
+    }
 }
 
 /// Counters the metrics show.
@@ -138,7 +170,7 @@ impl Monitor {
         }
         for row in loaded.servers {
             let key = (row.protocol.clone(), row.address.clone());
-            let history = loaded.history.remove(&key).unwrap_or_default().into();
+            let history = loaded.history.remove(&key).unwrap_or_default().into_iter().map(Compact::new).collect();
             let present = present.remove(&key).unwrap_or_default();
             m.servers.insert(
                 key,
@@ -417,7 +449,7 @@ impl Monitor {
     fn sample(&mut self, s: &mut Server, up: bool) {
         let t = self.round_t;
         let players = if up { s.row.players } else { None };
-        s.history.push_back((t, up, players));
+        s.history.push_back(Compact::new((t, up, players)));
         while s.history.len() > self.config.history_points {
             s.history.pop_front();
         }

@@ -4,7 +4,8 @@
 //!
 //! * `servers(id, protocol, address, first_seen, last_seen, last_ok, up, name, map, players, max_players, ping_ms,
 //!   json)`: one row per server ever seen, its latest state (`json`: the last answer in the shared result shape).
-//! * `samples(server_id, t, up, players, max_players, ping_ms, map, name)`: one row per server per round, kept
+//! * `samples(t, server_id, up, players, max_players, ping_us, map, name)`: one row per server per round (keyed by
+//!   time, so that retention deletes a range; a round's rows are appended together), kept
 //!   [`Retention::samples_days`] days; `map` and `name` are NULL when they are those of the server's previous sample
 //!   that had them (they are written at least once an hour).
 //! * `hourly(server_id, hour, samples, up_samples, players_avg, players_max, ping_avg)`: samples folded per hour
@@ -36,6 +37,8 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const RETRY: Duration = Duration::from_secs(5);
 /// Most batches waiting while the database cannot be written; older ones are dropped (and counted).
 pub const MAX_QUEUED_BATCHES: usize = 120;
+/// How far back (seconds before the newest sample) a restart reads the servers' recent history.
+pub const HISTORY_WINDOW: i64 = 6 * 3600;
 /// Most recent events loaded at start for the change feed.
 pub const LOADED_EVENTS: usize = 10_000;
 
@@ -238,17 +241,16 @@ CREATE TABLE IF NOT EXISTS servers (
     UNIQUE (protocol, address)
 );
 CREATE TABLE IF NOT EXISTS samples (
-    server_id INTEGER NOT NULL,
     t INTEGER NOT NULL,
+    server_id INTEGER NOT NULL,
     up INTEGER NOT NULL,
     players INTEGER,
     max_players INTEGER,
-    ping_ms REAL,
+    ping_us INTEGER,
     map TEXT,
-    name TEXT
-);
-CREATE INDEX IF NOT EXISTS samples_by_server ON samples (server_id, t);
-CREATE INDEX IF NOT EXISTS samples_by_time ON samples (t);
+    name TEXT,
+    PRIMARY KEY (t, server_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS hourly (
     server_id INTEGER NOT NULL,
     hour INTEGER NOT NULL,
@@ -346,9 +348,11 @@ pub fn load(conn: &Connection, max_sightings: usize, history_points: usize) -> r
     if history_points > 0 {
         let mut st = conn.prepare(
             "SELECT server_id, t, up, players FROM (SELECT server_id, t, up, players, row_number() OVER \
-             (PARTITION BY server_id ORDER BY t DESC) AS n FROM samples) WHERE n <= ?1 ORDER BY server_id, t",
+             (PARTITION BY server_id ORDER BY t DESC) AS n FROM samples WHERE t >= (SELECT max(t) FROM samples) - ?2) \
+             WHERE n <= ?1 ORDER BY server_id, t",
         )?;
-        let rows = st.query_map([i64::try_from(history_points).unwrap_or(i64::MAX)], |r| {
+        // Only the last hours are read (a range of the time-keyed table), not the whole week.
+        let rows = st.query_map([i64::try_from(history_points).unwrap_or(i64::MAX), HISTORY_WINDOW], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)? != 0, r.get::<_, Option<i64>>(3)?))
         })?;
         for row in rows {
@@ -370,12 +374,11 @@ pub fn counts(conn: &Connection) -> rusqlite::Result<[(&'static str, i64); 5]> {
     Ok(out)
 }
 
+/// The writer's cache of server ids: protocol → address → id (looked up without allocating).
+pub type Ids = HashMap<String, HashMap<String, i64>>;
+
 /// Writes one batch in one transaction; returns the rows written. `ids` caches server ids.
-pub fn write_batch(
-    conn: &mut Connection,
-    ids: &mut HashMap<(String, String), i64>,
-    b: &Batch,
-) -> rusqlite::Result<u64> {
+pub fn write_batch(conn: &mut Connection, ids: &mut Ids, b: &Batch) -> rusqlite::Result<u64> {
     let tx = conn.transaction()?;
     let mut rows = 0u64;
     {
@@ -405,27 +408,28 @@ pub fn write_batch(
                 ],
                 |r| r.get(0),
             )?;
-            ids.insert((s.protocol.clone(), s.address.clone()), id);
+            ids.entry(s.protocol.clone()).or_default().insert(s.address.clone(), id);
             rows += 1;
         }
         let mut lookup = tx.prepare_cached("SELECT id FROM servers WHERE protocol = ?1 AND address = ?2")?;
         let mut id_of = |protocol: &str, address: &str| -> rusqlite::Result<Option<i64>> {
-            if let Some(&id) = ids.get(&(protocol.to_owned(), address.to_owned())) {
+            if let Some(&id) = ids.get(protocol).and_then(|a| a.get(address)) {
                 return Ok(Some(id));
             }
             let id: Option<i64> = lookup.query_row(params![protocol, address], |r| r.get(0)).optional()?;
             if let Some(id) = id {
-                ids.insert((protocol.to_owned(), address.to_owned()), id);
+                ids.entry(protocol.to_owned()).or_default().insert(address.to_owned(), id);
             }
             Ok(id)
         };
         let mut ins = tx.prepare_cached(
-            "INSERT INTO samples (server_id, t, up, players, max_players, ping_ms, map, name) \
+            "INSERT OR REPLACE INTO samples (server_id, t, up, players, max_players, ping_us, map, name) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for s in &b.samples {
             let Some(id) = id_of(&s.protocol, &s.address)? else { continue };
-            ins.execute(params![id, s.t, s.up, s.players, s.max_players, s.ping_ms, s.map, s.name])?;
+            let ping_us = s.ping_ms.filter(|p| p.is_finite()).map(|p| (p * 1000.0).round().clamp(0.0, 1e12) as i64);
+            ins.execute(params![id, s.t, s.up, s.players, s.max_players, ping_us, s.map, s.name])?;
             rows += 1;
         }
         let mut sight = tx.prepare_cached(
@@ -462,7 +466,7 @@ pub fn prune(conn: &mut Connection, retention: Retention, now: i64) -> rusqlite:
     let tx = conn.transaction()?;
     tx.execute(
         "INSERT OR IGNORE INTO hourly (server_id, hour, samples, up_samples, players_avg, players_max, ping_avg) \
-         SELECT server_id, t / 3600, count(*), sum(up), avg(players), max(players), avg(ping_ms) FROM samples \
+         SELECT server_id, t / 3600, count(*), sum(up), avg(players), max(players), avg(ping_us) / 1000.0 FROM samples \
          WHERE t < ?1 GROUP BY server_id, t / 3600",
         [cut_samples],
     )?;
@@ -542,7 +546,7 @@ fn writer_loop(
         notify();
     };
     let mut conn: Option<Connection> = None;
-    let mut ids = HashMap::new();
+    let mut ids = Ids::new();
     let mut queue: VecDeque<Batch> = VecDeque::new();
     let mut last_prune: Option<i64> = None;
     let mut closing = false;
@@ -687,7 +691,7 @@ mod tests {
         let p = temp_db("resume");
         {
             let mut c = open(&p).unwrap();
-            let mut ids = HashMap::new();
+            let mut ids = Ids::new();
             write_batch(&mut c, &mut ids, &batch(1, 100, 1)).unwrap();
             write_batch(&mut c, &mut ids, &batch(2, 160, 2)).unwrap();
         }
@@ -710,7 +714,7 @@ mod tests {
     fn prune_folds_old_samples_into_hours() {
         let p = temp_db("prune");
         let mut c = open(&p).unwrap();
-        let mut ids = HashMap::new();
+        let mut ids = Ids::new();
         let day = 86_400;
         let now = 400 * day;
         for (i, t) in [now - 10 * day, now - 10 * day + 60, now - 60].into_iter().enumerate() {
