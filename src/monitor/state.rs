@@ -390,6 +390,27 @@ impl Monitor {
 
     fn diff_players(&mut self, s: &mut Server, key: &(String, String), names: &[&str]) {
         let t = self.round_t;
+        // The usual round: the same names in the same order; nothing joined or left.
+        if names.len() == s.present.len() && names.iter().zip(&s.present).all(|(n, (p, _))| *n == p.as_str()) {
+            let refresh = t - s.sightings_written >= REFRESH_SECONDS;
+            if refresh {
+                s.sightings_written = t;
+            }
+            for (n, first) in &s.present {
+                self.note_player(n, key, *first, t);
+                if refresh {
+                    self.batch.sightings.push(Sighting {
+                        name: n.clone(),
+                        protocol: key.0.clone(),
+                        address: key.1.clone(),
+                        first_seen: *first,
+                        last_seen: t,
+                        present: true,
+                    });
+                }
+            }
+            return;
+        }
         let mut old: HashMap<&str, Vec<i64>> = HashMap::new();
         let prev = std::mem::take(&mut s.present);
         for (n, f) in &prev {
