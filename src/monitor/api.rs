@@ -2,9 +2,10 @@
 //! command mounts [`route`] on the shared HTTP layer; the change feed (`/api/events`) is a stream there, fed from
 //! [`Monitor::events_after`] with [`sse_event`].
 //!
-//! * `GET /api/servers?protocol=P&min_players=N&q=TEXT` → `{"v":1,"servers":[...]}`: each server in the shared
-//!   query result shape (without its player list) plus `up`, `first_seen`, `last_seen`, `last_ok` (Unix seconds).
-//!   `q` matches the name case-insensitively.
+//! * `GET /api/servers?protocol=P&min_players=N&q=TEXT&limit=N&offset=N` → `{"v":1,"servers":[...],"total":N}`:
+//!   each server in the shared query result shape (without its player list) plus `up`, `first_seen`, `last_seen`,
+//!   `last_ok` (Unix seconds). `q` matches the name case-insensitively; `total` counts the matches, of which at most
+//!   `limit` ([`MAX_PAGE`] at most) are sent from `offset` on.
 //! * `GET /api/servers/PROTOCOL/ADDRESS?since=T` → that server with its players and `"history"`: its recent
 //!   samples after `T`, downsampled to at most [`MAX_HISTORY_POINTS`] points `[t, up, players]`.
 //! * `GET /api/players?name=NAME` → `{"v":1,"name","seen":[{"protocol","address","server","first_seen",
@@ -18,6 +19,9 @@ use serde_json::json;
 
 use super::metrics::{self, Own};
 use super::state::{Monitor, Point};
+
+/// Most servers in one `/api/servers` answer (`limit`, `offset` page through more).
+pub const MAX_PAGE: usize = 5000;
 
 /// Most points of a history in an answer.
 pub const MAX_HISTORY_POINTS: usize = 60;
@@ -112,8 +116,12 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
     let min_players = param("min_players").and_then(|s| s.parse::<i64>().ok());
     let q = param("q").map(|s| s.to_lowercase());
     let history = param("history").is_some_and(|h| h == "1");
+    // One answer never builds more than MAX_PAGE servers (a turn of the loop stays short); `offset` pages on.
+    let limit = param("limit").and_then(|s| s.parse::<usize>().ok()).unwrap_or(MAX_PAGE).min(MAX_PAGE);
+    let offset = param("offset").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
     let mut out = String::from("{\"v\":1,\"servers\":[");
     let mut first = true;
+    let mut matched = 0usize;
     for s in m.servers() {
         if protocol.as_deref().is_some_and(|p| p != s.row.protocol) {
             continue;
@@ -125,6 +133,10 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
             if !s.row.name.as_deref().is_some_and(|n| n.to_lowercase().contains(q.as_str())) {
                 continue;
             }
+        }
+        matched += 1;
+        if matched <= offset || matched > offset.saturating_add(limit) {
+            continue;
         }
         if !first {
             out.push(',');
@@ -138,7 +150,7 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
             out.push('}');
         }
     }
-    out.push_str("]}");
+    let _ = write!(out, "],\"total\":{matched}}}");
     ApiResponse::json(out)
 }
 
@@ -209,6 +221,39 @@ pub fn sse_event(id: u64, kind: &str, json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_filter_and_page() {
+        use crate::monitor::MonitorConfig;
+        use crate::query::result::{Answer, CountField, QueryResult, TextField};
+        let mut m = Monitor::new(MonitorConfig::default());
+        m.begin_round(100);
+        for port in 1..=5u16 {
+            let mut a = Answer::default();
+            a.set_text(TextField::Name, Some(&format!("srv {port}")));
+            a.set_count(CountField::Players, Some(i64::from(port)));
+            m.observe(&QueryResult {
+                index: 0,
+                protocol: "quake3".into(),
+                address: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+                ping_ms: None,
+                outcome: Ok(a),
+            });
+        }
+        let _ = m.end_round();
+        let get = |q: &[(&str, &str)]| {
+            let q: Vec<(String, String)> = q.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let r = servers(&m, &|k| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
+            serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()
+        };
+        let v = get(&[("min_players", "3")]);
+        assert_eq!(v["total"], 3);
+        let v = get(&[("min_players", "2"), ("limit", "2"), ("offset", "1")]);
+        let names: Vec<&str> = v["servers"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert_eq!((names, v["total"].clone()), (vec!["srv 3", "srv 4"], 4.into()));
+        assert_eq!(get(&[("q", "SRV 5")])["servers"][0]["players"], 5);
+        assert_eq!(get(&[("protocol", "teeworlds")])["total"], 0);
+    }
 
     #[test]
     fn downsample_keeps_the_bounds() {
