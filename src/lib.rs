@@ -12,6 +12,7 @@
 //! * [`http`]: a sans-IO HTTP/1.1 server side (requests parsed with `httparse`, responses, Server-Sent Events,
 //!   bounded buffers and timeouts) that the reactor serves next to the sessions; [`web`] builds the live web view
 //!   of `observe --web` on it.
+//! * [`monitor`]: `bzhead monitor`: continuous scans, history in SQLite, change feed, HTTP API and metrics.
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
@@ -54,6 +55,8 @@ pub mod bzflag;
 pub mod cache;
 #[forbid(unsafe_code)]
 pub mod http;
+#[forbid(unsafe_code)]
+pub mod monitor;
 #[forbid(unsafe_code)]
 pub mod netwatch;
 #[forbid(unsafe_code)]

@@ -63,6 +63,8 @@ enum Cmd {
     Plugins(cli::query::PluginsArgs),
     /// Query every server of a master's list or a list file, many at once, and print a table or JSON lines.
     Scan(cli::query::ScanArgs),
+    /// Watch servers continuously: rounds of scans, history in SQLite, an HTTP API, a change feed and metrics.
+    Monitor(cli::monitor::MonitorArgs),
     /// Download a server's world (or read a blob) and print its model: summary, JSON, SVG map.
     #[command(after_help = EXIT_CODES)]
     World(bzhead::world_cmd::WorldArgs),
@@ -201,6 +203,7 @@ fn main() -> ExitCode {
         Cmd::Query { proto: QueryProto::Plugin(args) } => cli::query::query(args),
         Cmd::Plugins(a) => cli::query::plugins(a),
         Cmd::Scan(a) => cli::query::scan(a),
+        Cmd::Monitor(a) => cli::monitor::run(a),
         Cmd::World(a) => bzhead::world_cmd::run(a),
         Cmd::Bot(a) => cli::bot::run(a),
     };

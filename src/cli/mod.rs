@@ -1,6 +1,7 @@
 //! Command-line front ends kept out of `main.rs` (which only dispatches to them).
 
 pub mod bot;
+pub mod monitor;
 pub mod query;
 pub mod web;
 

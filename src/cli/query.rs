@@ -99,7 +99,8 @@ pub struct ScanArgs {
     /// Protocol of the servers.
     #[arg(long, value_name = "P")]
     protocol: String,
-    /// Protocol of the master.
+    /// Protocol of the master: a master plugin protocol (dpmaster, teeworlds-master), or bzflag-list or ddnet-http
+    /// (--master is then the list's URL, fetched over HTTP(S)).
     #[arg(long, value_name = "P", default_value = "dpmaster")]
     master_protocol: String,
     /// For the master: the game name of the list (e.g. Quake3Arena, Warsow).
@@ -528,7 +529,36 @@ pub fn scan(a: ScanArgs) -> u8 {
     }
     let mut targets = Vec::new();
     let mut master_proto = None;
-    if let Some(m) = &a.master {
+    // Lists published over HTTP(S) (BZFlag's list server, DDNet's servers.json) are fetched before the scan starts.
+    let http_master = bzhead::monitor::masters::Format::from_name(&a.master_protocol);
+    if let (Some(format), Some(url)) = (http_master, &a.master) {
+        match bzhead::monitor::masters::fetch(format, url) {
+            Ok(entries) => {
+                // The list's entries go through the same policy as a UDP master's.
+                let mut filter = bzhead::query::filter::EntryFilter::new(MasterPolicy {
+                    allow_special_use: a.allow_private,
+                    max_ports_per_host: a.max_ports_per_host,
+                });
+                let mut seen = std::collections::HashSet::new();
+                let before = targets.len();
+                for e in entries.iter().filter(|e| e.protocol == a.protocol) {
+                    if seen.insert(e.addr) && filter.check(e.addr).is_ok() {
+                        targets.push(Target::new(&a.protocol, e.addr));
+                    }
+                }
+                eprintln!(
+                    "bzhead: master {url} listed {} servers; {} taken, {} dropped by the entry policy",
+                    entries.len(),
+                    targets.len() - before,
+                    filter.counts().dropped()
+                );
+            }
+            Err(e) => {
+                eprintln!("bzhead: master {e}");
+                return exit::NO_ANSWER;
+            }
+        }
+    } else if let Some(m) = &a.master {
         let Some(mport) = default_port(&set, &a.master_protocol) else {
             eprintln!("bzhead: {}", unknown_protocol(&set, &a.master_protocol, &a.opts.dirs));
             return exit::USAGE;

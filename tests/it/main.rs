@@ -15,6 +15,8 @@ mod hostile;
 mod hostile_scan;
 mod hostile_worlds;
 mod install;
+mod monitor;
+mod monitor_masters;
 mod netstats;
 mod observe;
 mod play;

@@ -54,6 +54,8 @@ pub enum TeeworldsEngine {
     Six(Box<Six>),
     /// `teeworlds7`.
     Seven(Seven),
+    /// `teeworlds-master`, `teeworlds7-master`.
+    Master(Box<crate::master::MasterQuery>),
 }
 
 impl TeeworldsEngine {
@@ -69,6 +71,16 @@ impl TeeworldsEngine {
         match protocol {
             "teeworlds" => Ok(TeeworldsEngine::Six(Box::new(Six::new(target, config, tokens.six, now_ms, sink)?))),
             "teeworlds7" => Ok(TeeworldsEngine::Seven(Seven::new(target, config, tokens, now_ms, sink))),
+            "teeworlds-master" | "teeworlds7-master" => {
+                Ok(TeeworldsEngine::Master(Box::new(crate::master::MasterQuery::new(
+                    target,
+                    protocol == "teeworlds7-master",
+                    tokens.client7,
+                    config,
+                    now_ms,
+                    sink,
+                ))))
+            }
             _ => Err(CreateError::UnknownProtocol),
         }
     }
@@ -89,6 +101,7 @@ impl QueryEngine for TeeworldsEngine {
         match self {
             TeeworldsEngine::Six(e) => e.on_datagram(now_ms, from, data, sink),
             TeeworldsEngine::Seven(e) => e.on_datagram(now_ms, from, data, sink),
+            TeeworldsEngine::Master(e) => e.on_datagram(now_ms, from, data, sink),
         }
     }
 
@@ -96,6 +109,7 @@ impl QueryEngine for TeeworldsEngine {
         match self {
             TeeworldsEngine::Six(e) => e.on_timeout(now_ms, sink),
             TeeworldsEngine::Seven(e) => e.on_timeout(now_ms, sink),
+            TeeworldsEngine::Master(e) => e.on_timeout(now_ms, sink),
         }
     }
 
@@ -103,6 +117,7 @@ impl QueryEngine for TeeworldsEngine {
         match self {
             TeeworldsEngine::Six(e) => e.deadline,
             TeeworldsEngine::Seven(e) => e.deadline,
+            TeeworldsEngine::Master(e) => e.deadline,
         }
     }
 }

@@ -1,0 +1,565 @@
+//! `bzhead monitor`: rounds of scans on the one reactor, their history in SQLite, the HTTP API and metrics.
+//!
+//! Each round is a [`Scan`] of every source (single servers, list files, masters whose entries are queried with
+//! their game's protocol) put on the reactor with [`Reactor::add_scan`]; its results go to the sans-IO
+//! [`Monitor`], whose batch goes to the database's writer thread when the round ends. The next round starts one
+//! interval after the previous one started (never while one runs), with a little jitter. Masters are asked once per
+//! round, so at most once per interval.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tracing::{error, info, warn};
+
+use bzhead::bzflag::consts::{PlayerType, Team};
+use bzhead::bzflag::event::Event;
+use bzhead::bzflag::session::SessionConfig;
+use bzhead::http::{sse_event, sse_head, Limits, Response};
+use bzhead::monitor::api::{self, Routed};
+use bzhead::monitor::config::{self, Config};
+use bzhead::monitor::masters::{Fetcher, Format};
+use bzhead::monitor::metrics::Own;
+use bzhead::monitor::store::{self, Retention, Writer, Written};
+use bzhead::monitor::{Monitor, MonitorConfig};
+use bzhead::query::filter::{EntryFilter, MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
+use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
+use bzhead::query::targets::{list_entries, resolve};
+use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
+use bzhead::reactor::{HttpConnId, HttpEvent, Reactor, ScanId, SessionId, SessionOptions};
+
+use super::query::PluginDirs;
+
+/// `bzhead monitor`.
+#[derive(clap::Args, Debug)]
+pub struct MonitorArgs {
+    /// The SQLite database (created when missing; history resumes from it).
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Serve the API, the metrics and the page on ADDR (e.g. 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// Seconds between the starts of two rounds.
+    #[arg(long, value_name = "SECONDS")]
+    interval: Option<f64>,
+    /// A server, PROTOCOL=ADDR[:PORT] (repeatable).
+    #[arg(long = "server", value_name = "PROTOCOL=ADDR")]
+    servers: Vec<String>,
+    /// A list file, PROTOCOL=FILE, one ADDR[:PORT] per line (repeatable).
+    #[arg(long = "list", value_name = "PROTOCOL=FILE")]
+    lists: Vec<String>,
+    /// A TOML configuration (see docs/monitor.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Failed rounds in a row before a server is down.
+    #[arg(long, value_name = "N")]
+    down_after: Option<u32>,
+    /// Datagrams per second at most.
+    #[arg(long, value_name = "N")]
+    rate: Option<u32>,
+    /// Wait this long for the answer to a first request (then twice as long per retry).
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<u64>,
+    /// Re-send an unanswered request this many times.
+    #[arg(long, value_name = "N")]
+    retries: Option<u32>,
+    /// Take master entries with special-use addresses (loopback, private networks...) too.
+    #[arg(long)]
+    allow_private: bool,
+    /// Most ports taken per host from a master's list.
+    #[arg(long, value_name = "N")]
+    max_ports_per_host: Option<u32>,
+    /// Stop after this many rounds (for tests and benchmarks).
+    #[arg(long, value_name = "N")]
+    rounds: Option<u64>,
+    /// Print one JSON line per round on stdout (its number, duration and counts).
+    #[arg(long)]
+    print_rounds: bool,
+    #[command(flatten)]
+    dirs: PluginDirs,
+}
+
+/// Exit codes.
+mod exit {
+    pub const OK: u8 = 0;
+    pub const USAGE: u8 = 2;
+    pub const FAILED: u8 = 6;
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn random_u64() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// A BZFlag server with `verify_join`.
+struct JoinCheck {
+    addr: SocketAddr,
+    every: Duration,
+    next: Instant,
+    running: Option<(SessionId, Instant, bool, bool)>,
+    /// Last outcome: joinable, seconds the join took.
+    last: Option<(bool, Option<f64>)>,
+}
+
+/// Everything a round starts from.
+struct Sources {
+    targets: Vec<Target>,
+    joins: Vec<JoinCheck>,
+    /// Lists fetched over HTTP(S) each round.
+    http_masters: Vec<(Format, String)>,
+}
+
+fn split_source(s: &str, what: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((p, a)) if !p.is_empty() && !a.is_empty() => Ok((p.to_owned(), a.to_owned())),
+        _ => Err(format!("--{what} {s:?}: expected PROTOCOL={}", if what == "list" { "FILE" } else { "ADDR[:PORT]" })),
+    }
+}
+
+fn default_port(set: &PluginSet, protocol: &str) -> Result<u16, String> {
+    if protocol == BZFLAG {
+        return Ok(BZFLAG_PORT);
+    }
+    set.protocol(protocol).map(|d| d.default_port).ok_or_else(|| {
+        let mut known = vec![BZFLAG];
+        known.extend(set.protocol_names());
+        format!("unknown protocol {protocol:?}; known: {}", known.join(", "))
+    })
+}
+
+fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, String> {
+    let mut targets = Vec::new();
+    let mut joins = Vec::new();
+    for s in &cfg.server {
+        let port = default_port(set, &s.protocol)?;
+        let addr = resolve(&s.address, port).map_err(|e| format!("server {}: {e}", s.address))?;
+        let mut t = Target::new(&s.protocol, addr);
+        t.params = s.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        targets.push(t);
+        if s.verify_join {
+            if s.protocol != BZFLAG {
+                return Err(format!("server {}: verify_join is for bzflag servers", s.address));
+            }
+            let every = Duration::from_secs_f64(s.verify_every.unwrap_or(3600.0).clamp(1.0, 86_400.0 * 365.0));
+            joins.push(JoinCheck { addr, every, next: now, running: None, last: None });
+        }
+    }
+    for l in &cfg.list {
+        let port = default_port(set, &l.protocol)?;
+        let text = std::fs::read_to_string(&l.file).map_err(|e| format!("cannot read {}: {e}", l.file))?;
+        for (line, entry) in list_entries(&text) {
+            match resolve(entry, port) {
+                Ok(addr) => targets.push(Target::new(&l.protocol, addr)),
+                Err(e) => warn!(file = %l.file, line, error = %e, "list entry skipped"),
+            }
+        }
+    }
+    let mut http_masters = Vec::new();
+    for m in &cfg.master {
+        if let Some(format) = Format::from_name(&m.protocol) {
+            let Some(url) = &m.url else {
+                return Err(format!("master {}: url is required", m.protocol));
+            };
+            http_masters.push((format, url.clone()));
+            continue;
+        }
+        let Some(servers) = &m.servers else {
+            return Err(format!("master {}: servers (the protocol of its entries) is required", m.protocol));
+        };
+        default_port(set, servers)?;
+        let port = default_port(set, &m.protocol)?;
+        if set.protocol(&m.protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
+            return Err(format!("{} is not a master protocol", m.protocol));
+        }
+        let Some(address) = &m.address else {
+            return Err(format!("master {}: address is required", m.protocol));
+        };
+        let addr = resolve(address, port).map_err(|e| format!("master {address}: {e}"))?;
+        let mut params = Vec::new();
+        if let Some(g) = &m.game {
+            params.push(("game".to_owned(), g.clone()));
+        }
+        if let Some(p) = m.game_protocol {
+            params.push(("game_protocol".to_owned(), p.to_string()));
+        }
+        if let Some(f) = &m.filters {
+            params.push(("filters".to_owned(), f.clone()));
+        }
+        targets.push(Target {
+            protocol: m.protocol.clone(),
+            addr,
+            params,
+            expand: Some((servers.clone(), Vec::new())),
+        });
+    }
+    Ok(Sources { targets, joins, http_masters })
+}
+
+/// The command.
+pub fn run(a: MonitorArgs) -> u8 {
+    match run_inner(a) {
+        Ok(()) => exit::OK,
+        Err((code, msg)) => {
+            eprintln!("bzhead: {msg}");
+            code
+        }
+    }
+}
+
+fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
+    let usage = |m: String| (exit::USAGE, m);
+    let mut cfg = match &a.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
+            config::parse(&text).map_err(|e| usage(format!("{}: {e}", p.display())))?
+        }
+        None => Config::default(),
+    };
+    for s in &a.servers {
+        let (protocol, address) = split_source(s, "server").map_err(usage)?;
+        cfg.server.push(config::ServerSource { protocol, address, ..Default::default() });
+    }
+    for s in &a.lists {
+        let (protocol, file) = split_source(s, "list").map_err(usage)?;
+        cfg.list.push(config::ListSource { protocol, file });
+    }
+    let db =
+        a.db.clone()
+            .or_else(|| cfg.db.as_ref().map(PathBuf::from))
+            .ok_or_else(|| usage("--db PATH is required".into()))?;
+    let http = a.http.clone().or_else(|| cfg.http.clone());
+    let interval = a.interval.or(cfg.interval).unwrap_or(60.0);
+    if !(interval.is_finite() && interval > 0.0) {
+        return Err(usage(format!("--interval {interval}: expected a positive number of seconds")));
+    }
+    let interval = Duration::from_secs_f64(interval.clamp(0.05, 86_400.0));
+    let set = PluginSet::load_dirs(&search_dirs(&a.dirs.plugin_dir));
+    let started = Instant::now();
+    let Sources { targets, mut joins, http_masters } = sources(&set, &cfg, started).map_err(usage)?;
+    if targets.is_empty() && http_masters.is_empty() {
+        return Err(usage("nothing to monitor: give --server, --list or --config".into()));
+    }
+    let retention = Retention {
+        samples_days: cfg.samples_days.unwrap_or(Retention::default().samples_days),
+        hourly_days: cfg.hourly_days.unwrap_or(Retention::default().hourly_days),
+        events_days: cfg.events_days.unwrap_or(Retention::default().events_days),
+    };
+    let mcfg =
+        MonitorConfig { down_after: a.down_after.or(cfg.down_after).unwrap_or(2).max(1), ..MonitorConfig::default() };
+    let rate = a.rate.or(cfg.rate).unwrap_or(1000).max(1);
+    let policy = MasterPolicy {
+        allow_special_use: a.allow_private || cfg.allow_private.unwrap_or(false),
+        max_ports_per_host: a
+            .max_ports_per_host
+            .or(cfg.max_ports_per_host)
+            .unwrap_or(DEFAULT_MAX_PORTS_PER_HOST)
+            .max(1),
+    };
+    let scan_cfg = ScanConfig {
+        master_policy: policy,
+        timeout: Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000).clamp(1, 600_000)),
+        retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
+        ..ScanConfig::default()
+    };
+
+    // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
+    let loaded = store::open(&db)
+        .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points))
+        .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.display())))?;
+    info!(servers = loaded.servers.len(), next_event = loaded.next_event_id, "monitor database loaded");
+    let mut monitor = Monitor::restore(mcfg, loaded);
+
+    let mut reactor = Reactor::new().map_err(|e| (exit::FAILED, format!("cannot start the event loop: {e}")))?;
+    let waker = reactor.waker();
+    let notify_waker = waker.clone();
+    let mut writer = Writer::start(
+        db.clone(),
+        retention,
+        unix_now,
+        Arc::new(move || {
+            let _ = notify_waker.wake();
+        }),
+    )
+    .map_err(|e| (exit::FAILED, format!("cannot start the database writer: {e}")))?;
+    let fetcher = if http_masters.is_empty() {
+        None
+    } else {
+        let w = reactor.waker();
+        Some(
+            Fetcher::start(Arc::new(move || {
+                let _ = w.wake();
+            }))
+            .map_err(|e| (exit::FAILED, format!("cannot start the list fetcher: {e}")))?,
+        )
+    };
+    let mut fetches_left = 0usize;
+    let signals = super::leave_on_signals(waker);
+    let listener = match &http {
+        Some(addr) => {
+            let sa: SocketAddr = resolve(addr, 8080).map_err(|e| usage(format!("--http {addr}: {e}")))?;
+            let (id, local) = reactor
+                .add_http_listener(sa, Limits::default())
+                .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
+            eprintln!("bzhead: monitor API on http://{local}/");
+            Some(id)
+        }
+        None => None,
+    };
+    // Change-feed streams: the connection and the last event id sent to it.
+    let mut streams: Vec<(HttpConnId, u64)> = Vec::new();
+
+    let mut own = Own::default();
+    let mut plugins = Some(set);
+    let mut round: Option<(ScanId, Instant)> = None;
+    let mut next_round = started;
+    let stdout = std::io::stdout();
+    loop {
+        if signals_pending(&signals) {
+            break;
+        }
+        let now = Instant::now();
+        // Rounds.
+        if round.is_none() && now >= next_round && a.rounds.is_none_or(|n| own.rounds < n) {
+            if let Some(p) = plugins.take() {
+                // Spread the round's requests (about two datagrams a query) over about half the interval, so that a
+                // big fleet is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of
+                // 50 ms' worth.
+                let round_rate = (((targets.len() as f64) * 4.0 / interval.as_secs_f64()).ceil() as u32)
+                    .clamp(50, rate.max(50))
+                    .min(rate);
+                let cfg = ScanConfig { rate: round_rate, burst: (round_rate / 20).clamp(1, 1000), ..scan_cfg.clone() };
+                let mut scan = Scan::new(p, cfg, now);
+                scan.reserve(targets.len());
+                for t in &targets {
+                    let _ = scan.add_target(now, t.clone());
+                }
+                monitor.begin_round(unix_now());
+                round = Some((reactor.add_scan(scan), now));
+                if let Some(f) = &fetcher {
+                    for (format, url) in &http_masters {
+                        f.request(monitor.round(), *format, url);
+                    }
+                    fetches_left = http_masters.len();
+                }
+                // The next round one interval after this one began, plus up to 5% of jitter.
+                let jitter = interval.mul_f64((random_u64() % 1000) as f64 / 20_000.0);
+                next_round = (next_round + interval).max(now) + jitter;
+            }
+        }
+        for j in &mut joins {
+            if j.running.is_none() && now >= j.next {
+                let config = SessionConfig {
+                    callsign: "bzhead-monitor".into(),
+                    motto: "checking that the server can be joined".into(),
+                    team: Team::Observer,
+                    player_type: PlayerType::Tank,
+                    udp: true,
+                    full_join: true,
+                    ..SessionConfig::default()
+                };
+                own.joins_tried += 1;
+                match reactor.add_session(j.addr, config, SessionOptions::default()) {
+                    Ok(id) => j.running = Some((id, now, false, false)),
+                    Err(e) => {
+                        warn!(server = %j.addr, error = %e, "verify_join: cannot connect");
+                        j.last = Some((false, None));
+                    }
+                }
+                j.next = now + j.every;
+            }
+        }
+        let wait = next_round.saturating_duration_since(now).min(Duration::from_secs(1));
+        if let Err(e) = reactor.turn(Some(wait)) {
+            error!(error = %e, "event loop failed");
+            return Err((exit::FAILED, format!("event loop failed: {e}")));
+        }
+        // Results.
+        while let Some((sid, _, ScanEvent::Result(r))) = reactor.poll_scan_event() {
+            monitor.observe(&r);
+            reactor.recycle_scan_result(sid, r);
+        }
+        // Joins.
+        while let Some((sid, at, ev)) = reactor.poll_event() {
+            let Some(j) = joins.iter_mut().find(|j| j.running.is_some_and(|r| r.0 == sid)) else { continue };
+            let Some((_, began, accepted, udp)) = j.running.as_mut() else { continue };
+            match ev {
+                Event::Accept { .. } => *accepted = true,
+                Event::UdpLink { up, .. } => *udp = up,
+                _ => {}
+            }
+            let done = matches!(ev, Event::Closed { .. });
+            if *accepted && *udp {
+                let secs = at.saturating_duration_since(*began).as_secs_f64();
+                j.last = Some((true, Some(secs)));
+                own.joins_ok += 1;
+                info!(server = %j.addr, seconds = secs, "verify_join: joined");
+                reactor.leave(sid);
+                j.running = None;
+            } else if done {
+                j.last = Some((false, None));
+                j.running = None;
+                warn!(server = %j.addr, "verify_join: the join did not complete");
+            }
+        }
+        for id in reactor.session_ids() {
+            if reactor.is_done(id) && !joins.iter().any(|j| j.running.is_some_and(|r| r.0 == id)) {
+                reactor.remove_session(id);
+            }
+        }
+        // Lists fetched for this round.
+        while let Some((r, outcome)) = fetcher.as_ref().and_then(Fetcher::try_recv) {
+            if r != monitor.round() || round.is_none() {
+                continue; // a late answer for an earlier round
+            }
+            fetches_left = fetches_left.saturating_sub(1);
+            match outcome {
+                Ok(entries) => {
+                    // The same entry policy as a UDP master's list.
+                    let mut filter = EntryFilter::new(policy);
+                    let mut seen = std::collections::HashSet::new();
+                    let taken: Vec<_> =
+                        entries.into_iter().filter(|e| seen.insert(e.addr) && filter.check(e.addr).is_ok()).collect();
+                    info!(taken = taken.len(), dropped = filter.counts().dropped(), "master list fetched");
+                    if let Some((id, _)) = round {
+                        reactor.with_scan(id, |scan, now| {
+                            for e in taken {
+                                let _ = scan.add_target(now, Target::new(e.protocol, e.addr));
+                            }
+                        });
+                    }
+                }
+                Err(e) => {
+                    own.failed += 1;
+                    warn!(error = %e, "master list not fetched");
+                }
+            }
+        }
+        // End of a round.
+        if let Some((id, began)) = round {
+            if fetches_left == 0 && reactor.is_scan_done(id) {
+                while let Some((sid, _, ScanEvent::Result(r))) = reactor.poll_scan_event() {
+                    monitor.observe(&r);
+                    reactor.recycle_scan_result(sid, r);
+                }
+                let batch = monitor.end_round();
+                let events = batch.events.len();
+                writer.send(batch);
+                let secs = began.elapsed().as_secs_f64();
+                if let Some(scan) = reactor.remove_scan(id) {
+                    let st = scan.stats();
+                    own.queries_sent += st.started;
+                    own.answered += st.answered;
+                    own.timed_out += st.timed_out;
+                    own.malformed += st.malformed;
+                    own.failed += st.refused + st.plugin_errors + st.other_errors;
+                    own.datagrams_sent += st.sent;
+                    if a.print_rounds {
+                        let line = serde_json::json!({
+                            "round": monitor.round(), "seconds": secs, "queries": st.started,
+                            "answered": st.answered, "timed_out": st.timed_out, "events": events,
+                        });
+                        let mut o = stdout.lock();
+                        let _ = writeln!(o, "{line}");
+                        let _ = o.flush();
+                    }
+                    plugins = Some(scan.into_plugins());
+                }
+                own.rounds += 1;
+                own.last_round_seconds = secs;
+                own.round_seconds_sum += secs;
+                round = None;
+            }
+        }
+        // The database's reports.
+        while let Some(w) = writer.try_recv() {
+            match w {
+                Written::Committed { round, micros, .. } => {
+                    own.db_commits += 1;
+                    own.db_failing = false;
+                    own.db_last_commit_seconds = micros as f64 / 1e6;
+                    monitor.committed(round);
+                }
+                Written::Failed { .. } => {
+                    own.db_errors += 1;
+                    own.db_failing = true;
+                }
+                Written::Dropped { round } => {
+                    own.db_dropped_rounds += 1;
+                    monitor.committed(round);
+                }
+                Written::Pruned { .. } => {}
+            }
+        }
+        let join_view: Vec<(String, bool, Option<f64>)> =
+            joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
+        if listener.is_some() {
+            serve_http(&mut reactor, &monitor, &own, &join_view, &mut streams);
+        }
+        if a.rounds.is_some_and(|n| own.rounds >= n) && round.is_none() {
+            break;
+        }
+    }
+    // Write what is left, then stop.
+    writer.close();
+    while let Some(w) = writer.try_recv() {
+        if let Written::Committed { round, .. } = w {
+            monitor.committed(round);
+        }
+    }
+    Ok(())
+}
+
+/// Answers the HTTP requests of this turn and pushes new events to the change-feed streams.
+fn serve_http(
+    reactor: &mut Reactor,
+    monitor: &Monitor,
+    own: &Own,
+    joins: &[(String, bool, Option<f64>)],
+    streams: &mut Vec<(HttpConnId, u64)>,
+) {
+    while let Some(ev) = reactor.poll_http_event() {
+        match ev {
+            HttpEvent::Request { conn, request, .. } => {
+                let param = |k: &str| request.query_param(k);
+                match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
+                    Routed::Response(r) => {
+                        reactor.http_respond(conn, &Response::new(r.status, r.content_type, r.body));
+                    }
+                    Routed::Events { after } => {
+                        reactor.http_stream(conn, &sse_head(2000));
+                        streams.push((conn, after));
+                    }
+                }
+            }
+            HttpEvent::Closed { conn, .. } => streams.retain(|(c, _)| *c != conn),
+        }
+    }
+    let last = monitor.last_event_id();
+    streams.retain_mut(|(conn, sent)| {
+        if *sent >= last {
+            return true;
+        }
+        for e in monitor.events_after(*sent) {
+            if !reactor.http_push(*conn, &sse_event(Some(&e.kind), Some(e.id), &e.json)) {
+                return false; // dropped: its reader stopped reading
+            }
+            *sent = e.id;
+        }
+        true
+    });
+}
+
+fn signals_pending(rx: &Receiver<i32>) -> bool {
+    rx.try_recv().is_ok()
+}

@@ -1,0 +1,266 @@
+//! The monitor's HTTP API as plain functions: a path and its query parameters in, an [`ApiResponse`] out. The
+//! command mounts [`route`] on the shared HTTP layer; the change feed (`/api/events`) is a stream there, fed from
+//! [`Monitor::events_after`] with [`sse_event`].
+//!
+//! * `GET /api/servers?protocol=P&min_players=N&q=TEXT&limit=N&offset=N` → `{"v":1,"servers":[...],"total":N}`:
+//!   each server in the shared query result shape (without its player list) plus `up`, `first_seen`, `last_seen`,
+//!   `last_ok` (Unix seconds). `q` matches the name case-insensitively; `total` counts the matches, of which at most
+//!   `limit` ([`MAX_PAGE`] at most) are sent from `offset` on.
+//! * `GET /api/servers/PROTOCOL/ADDRESS?since=T` → that server with its players and `"history"`: its recent
+//!   samples after `T`, downsampled to at most [`MAX_HISTORY_POINTS`] points `[t, up, players]`.
+//! * `GET /api/players?name=NAME` → `{"v":1,"name","seen":[{"protocol","address","server","first_seen",
+//!   "last_seen","present"}]}`.
+//! * `GET /metrics` → [`super::metrics::render`].
+//! * `GET /` → the page (embedded).
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use super::metrics::{self, Own};
+use super::state::{Monitor, Point};
+
+/// Most servers in one `/api/servers` answer (`limit`, `offset` page through more).
+pub const MAX_PAGE: usize = 5000;
+
+/// Most points of a history in an answer.
+pub const MAX_HISTORY_POINTS: usize = 60;
+
+/// The page, embedded.
+pub const PAGE: &str = include_str!("page.html");
+
+/// An answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Content type.
+    pub content_type: &'static str,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl ApiResponse {
+    fn json(body: String) -> ApiResponse {
+        ApiResponse { status: 200, content_type: "application/json", body: body.into_bytes() }
+    }
+
+    fn error(status: u16, msg: &str) -> ApiResponse {
+        ApiResponse {
+            status,
+            content_type: "application/json",
+            body: json!({"v": 1, "error": msg}).to_string().into_bytes(),
+        }
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routed {
+    /// Answer at once.
+    Response(ApiResponse),
+    /// Start the change feed after this event id.
+    Events {
+        /// Send events with a greater id.
+        after: u64,
+    },
+}
+
+/// Routes a `GET` (or `HEAD`) request. `param` reads a (decoded) query parameter, `last_event_id` is the
+/// `Last-Event-ID` header.
+pub fn route(
+    m: &Monitor,
+    own: &Own,
+    joins: &[(String, bool, Option<f64>)],
+    path: &str,
+    param: &dyn Fn(&str) -> Option<String>,
+    last_event_id: Option<&str>,
+) -> Routed {
+    let r = match path {
+        "/" | "/index.html" => {
+            ApiResponse { status: 200, content_type: "text/html; charset=utf-8", body: PAGE.as_bytes().to_vec() }
+        }
+        "/metrics" => ApiResponse {
+            status: 200,
+            content_type: "text/plain; version=0.0.4; charset=utf-8",
+            body: metrics::render(m, own, joins).into_bytes(),
+        },
+        "/api/servers" => servers(m, param),
+        "/api/players" => match param("name") {
+            Some(n) => players(m, &n),
+            None => ApiResponse::error(400, "name= is required"),
+        },
+        "/api/events" => {
+            let after = last_event_id
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .or_else(|| param("after").and_then(|s| s.parse().ok()));
+            // Without a position, the feed starts with what comes next.
+            return Routed::Events { after: after.unwrap_or_else(|| m.last_event_id()) };
+        }
+        p => match p.strip_prefix("/api/servers/").and_then(|rest| rest.split_once('/')) {
+            Some((proto, addr)) => {
+                let (proto, addr) = (crate::http::percent_decode(proto), crate::http::percent_decode(addr));
+                let (proto, addr) = (proto.as_str(), addr.as_str());
+                let since = param("since").and_then(|s| s.parse::<i64>().ok()).unwrap_or(i64::MIN);
+                server(m, proto, addr, since)
+            }
+            None => ApiResponse::error(404, "no such page"),
+        },
+    };
+    Routed::Response(r)
+}
+
+/// `GET /api/servers`.
+pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiResponse {
+    let protocol = param("protocol");
+    let min_players = param("min_players").and_then(|s| s.parse::<i64>().ok());
+    let q = param("q").map(|s| s.to_lowercase());
+    let history = param("history").is_some_and(|h| h == "1");
+    // One answer never builds more than MAX_PAGE servers (a turn of the loop stays short); `offset` pages on.
+    let limit = param("limit").and_then(|s| s.parse::<usize>().ok()).unwrap_or(MAX_PAGE).min(MAX_PAGE);
+    let offset = param("offset").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+    let mut out = String::from("{\"v\":1,\"servers\":[");
+    let mut first = true;
+    let mut matched = 0usize;
+    for s in m.servers() {
+        if protocol.as_deref().is_some_and(|p| p != s.row.protocol) {
+            continue;
+        }
+        if min_players.is_some_and(|n| s.row.players.unwrap_or(0) < n || !s.row.up) {
+            continue;
+        }
+        if let Some(q) = &q {
+            if !s.row.name.as_deref().is_some_and(|n| n.to_lowercase().contains(q.as_str())) {
+                continue;
+            }
+        }
+        matched += 1;
+        if matched <= offset || matched > offset.saturating_add(limit) {
+            continue;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(&Monitor::server_json(s, false));
+        if history {
+            out.pop();
+            let points: Vec<Point> = s.history().collect();
+            write_history(&mut out, &downsample(&points, 30));
+            out.push('}');
+        }
+    }
+    let _ = write!(out, "],\"total\":{matched}}}");
+    ApiResponse::json(out)
+}
+
+/// Downsamples points to at most `max` (each bucket: its last time, up when any sample was, the highest count).
+pub fn downsample(points: &[Point], max: usize) -> Vec<Point> {
+    if points.len() <= max || max == 0 {
+        return points.to_vec();
+    }
+    let per = points.len().div_ceil(max);
+    points
+        .chunks(per)
+        .filter_map(|c| {
+            let last = c.last()?;
+            let up = c.iter().any(|p| p.1);
+            let players = c.iter().filter_map(|p| p.2).max();
+            Some((last.0, up, players))
+        })
+        .collect()
+}
+
+/// `GET /api/servers/PROTOCOL/ADDRESS`.
+pub fn server(m: &Monitor, protocol: &str, address: &str, since: i64) -> ApiResponse {
+    let Some(s) = m.server(protocol, address) else {
+        return ApiResponse::error(404, "no such server");
+    };
+    let mut out = Monitor::server_json(s, true);
+    out.pop(); // its closing brace
+    let points: Vec<Point> = s.history().filter(|p| p.0 >= since).collect();
+    write_history(&mut out, &downsample(&points, MAX_HISTORY_POINTS));
+    out.push('}');
+    ApiResponse::json(out)
+}
+
+/// Appends `,"history":[[t,up,players],...]`.
+fn write_history(out: &mut String, points: &[Point]) {
+    out.push_str(",\"history\":[");
+    for (i, (t, up, players)) in points.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let players = players.map_or_else(|| "null".to_owned(), |p| p.to_string());
+        let _ = write!(out, "[{t},{up},{players}]");
+    }
+    out.push(']');
+}
+
+/// `GET /api/players?name=NAME`.
+pub fn players(m: &Monitor, name: &str) -> ApiResponse {
+    let seen: Vec<_> = m
+        .player(name)
+        .into_iter()
+        .map(|(p, a, first, last)| {
+            let s = m.server(p, a);
+            let present = s.is_some_and(|s| s.present.iter().any(|(n, _)| n == name));
+            json!({"protocol": p, "address": a, "server": s.and_then(|s| s.row.name.clone()),
+                   "first_seen": first, "last_seen": last, "present": present})
+        })
+        .collect();
+    ApiResponse::json(json!({"v": 1, "name": name, "seen": seen}).to_string())
+}
+
+/// One event of the change feed in `text/event-stream` form (`id`, `event`, `data` lines).
+pub fn sse_event(id: u64, kind: &str, json: &str) -> String {
+    // The JSON is one line (serde_json writes no line feeds).
+    format!("id: {id}\nevent: {kind}\ndata: {json}\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_filter_and_page() {
+        use crate::monitor::MonitorConfig;
+        use crate::query::result::{Answer, CountField, QueryResult, TextField};
+        let mut m = Monitor::new(MonitorConfig::default());
+        m.begin_round(100);
+        for port in 1..=5u16 {
+            let mut a = Answer::default();
+            a.set_text(TextField::Name, Some(&format!("srv {port}")));
+            a.set_count(CountField::Players, Some(i64::from(port)));
+            m.observe(&QueryResult {
+                index: 0,
+                protocol: "quake3".into(),
+                address: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+                ping_ms: None,
+                outcome: Ok(a),
+            });
+        }
+        let _ = m.end_round();
+        let get = |q: &[(&str, &str)]| {
+            let q: Vec<(String, String)> = q.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let r = servers(&m, &|k| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
+            serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()
+        };
+        let v = get(&[("min_players", "3")]);
+        assert_eq!(v["total"], 3);
+        let v = get(&[("min_players", "2"), ("limit", "2"), ("offset", "1")]);
+        let names: Vec<&str> = v["servers"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert_eq!((names, v["total"].clone()), (vec!["srv 3", "srv 4"], 4.into()));
+        assert_eq!(get(&[("q", "SRV 5")])["servers"][0]["players"], 5);
+        assert_eq!(get(&[("protocol", "teeworlds")])["total"], 0);
+    }
+
+    #[test]
+    fn downsample_keeps_the_bounds() {
+        let pts: Vec<Point> = (0..130).map(|i| (i, i % 2 == 0, Some(i))).collect();
+        let d = downsample(&pts, 60);
+        assert!(d.len() <= 60);
+        assert_eq!(d.last().unwrap().0, 129);
+        assert_eq!(d.last().unwrap().2, Some(129));
+    }
+}

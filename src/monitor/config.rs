@@ -1,0 +1,155 @@
+//! The monitor's TOML configuration (`bzhead monitor --config FILE`). Every key is optional; command-line options
+//! add to the sources and override the scalars. See `docs/monitor.md` for an example.
+//!
+//! ```toml
+//! db = "monitor.db"            # SQLite file
+//! http = "127.0.0.1:8080"      # API address
+//! interval = 60                # seconds between rounds
+//! down_after = 2               # failed rounds before server_down
+//! samples_days = 7             # raw samples kept
+//! hourly_days = 365            # hourly aggregates kept
+//! events_days = 90             # events and sightings kept
+//! rate = 1000                  # datagrams per second at most
+//! timeout_ms = 1000            # first wait for an answer
+//! retries = 2
+//! allow_private = false        # master entries with special-use addresses are dropped
+//! max_ports_per_host = 4       # per host, from a master's list
+//!
+//! [[server]]
+//! protocol = "bzflag"
+//! address = "127.0.0.1:5154"
+//! verify_join = true           # join as an observer now and then
+//! verify_every = 3600          # seconds
+//!
+//! [[list]]
+//! protocol = "quake3"
+//! file = "servers.txt"
+//!
+//! [[master]]
+//! protocol = "dpmaster"        # a UDP master plugin protocol (dpmaster, teeworlds-master)
+//! address = "127.0.0.1:27950"
+//! servers = "quake3"           # the protocol its entries are queried with
+//! game = "Quake3Arena"
+//! game_protocol = 68
+//!
+//! [[master]]
+//! protocol = "bzflag-list"     # or ddnet-http: lists fetched over HTTP(S)
+//! url = "https://my.bzflag.org/db/"
+//! ```
+
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Database file.
+    pub db: Option<String>,
+    /// HTTP address.
+    pub http: Option<String>,
+    /// Seconds between rounds.
+    pub interval: Option<f64>,
+    /// Failed rounds before a server is down.
+    pub down_after: Option<u32>,
+    /// Days of raw samples.
+    pub samples_days: Option<u32>,
+    /// Days of hourly aggregates.
+    pub hourly_days: Option<u32>,
+    /// Days of events and sightings.
+    pub events_days: Option<u32>,
+    /// Datagrams per second.
+    pub rate: Option<u32>,
+    /// Milliseconds to wait for a first answer.
+    pub timeout_ms: Option<u64>,
+    /// Re-sends.
+    pub retries: Option<u32>,
+    /// Take master entries with special-use addresses (loopback, private, ...) too (a LAN's own master).
+    pub allow_private: Option<bool>,
+    /// Most ports taken per host from a master's list.
+    pub max_ports_per_host: Option<u32>,
+    /// Single servers.
+    #[serde(default)]
+    pub server: Vec<ServerSource>,
+    /// List files.
+    #[serde(default)]
+    pub list: Vec<ListSource>,
+    /// Masters.
+    #[serde(default)]
+    pub master: Vec<MasterSource>,
+}
+
+/// `[[server]]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSource {
+    /// Protocol.
+    pub protocol: String,
+    /// `HOST[:PORT]`.
+    pub address: String,
+    /// BZFlag only: join as an observer now and then.
+    #[serde(default)]
+    pub verify_join: bool,
+    /// Seconds between joins (default 3600).
+    pub verify_every: Option<f64>,
+    /// Protocol parameters.
+    #[serde(default)]
+    pub params: std::collections::BTreeMap<String, String>,
+}
+
+/// `[[list]]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ListSource {
+    /// Protocol of the servers.
+    pub protocol: String,
+    /// File with one `ADDR[:PORT]` per line.
+    pub file: String,
+}
+
+/// `[[master]]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MasterSource {
+    /// Master protocol (`dpmaster`, or a built-in master format).
+    pub protocol: String,
+    /// `HOST[:PORT]` of a UDP master.
+    pub address: Option<String>,
+    /// URL of an HTTP master (or a local file path).
+    pub url: Option<String>,
+    /// Protocol the listed servers are queried with (UDP masters; an HTTP list says it per entry).
+    pub servers: Option<String>,
+    /// dpmaster: game name.
+    pub game: Option<String>,
+    /// dpmaster: game protocol number.
+    pub game_protocol: Option<u32>,
+    /// dpmaster: filters.
+    pub filters: Option<String>,
+}
+
+/// Parses a configuration file's text.
+pub fn parse(text: &str) -> Result<Config, String> {
+    toml::from_str(text).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("config.rs");
+        let example: String = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| l.strip_prefix("//!").unwrap_or(l).strip_prefix(' ').unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let c = parse(&example).unwrap();
+        assert_eq!(c.interval, Some(60.0));
+        assert_eq!(c.server[0].verify_join, true);
+        assert_eq!(c.master[0].game_protocol, Some(68));
+        assert!(parse("bogus = 1").is_err());
+    }
+}

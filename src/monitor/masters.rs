@@ -1,0 +1,287 @@
+//! Server lists published over HTTP(S): the BZFlag list server's `LIST` reply and DDNet's `servers.json`.
+//! (dpmaster and the Teeworlds UDP masters are plugin protocols: `dpmaster`, `teeworlds-master`.)
+//!
+//! * **BZFlag** (`bzflag-list`): the client POSTs `action=LIST&version=BZFS0221` to the list server
+//!   (`https://my.bzflag.org/db/`); the reply is text, one server per line: `host[:port] BZFS0221 <58 hex digits of
+//!   the ping packet> <ip> <title>`, whitespace-separated, the title being the rest of the line, among optional
+//!   `TOKEN:`, `NOTOK:`, `ERROR:` and `NOTICE:` lines. Lines of another protocol version are skipped, as the client
+//!   does. The entry is queried at `<ip>` with the port of `host[:port]` (5154 when none).
+//! * **DDNet** (`ddnet-http`): `GET https://master1.ddnet.org/ddnet/15/servers.json`, a JSON object whose
+//!   `servers` array has objects with `addresses` such as `tw-0.6+udp://1.2.3.4:8303` and `tw-0.7+udp://...`, and an
+//!   `info` object. An entry is queried with `teeworlds` at its first 0.6 address, else with `teeworlds7` at its
+//!   first 0.7 address.
+//!
+//! Both parsers are pure functions over the reply (bounded: at most [`MAX_ENTRIES`] entries), never panic, and
+//! skip what they cannot read. [`Fetcher`] fetches on its own thread (ureq, with a time limit and a body limit) and
+//! reports through a channel and a wake-up, so the event loop never waits for a master.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Most entries taken from one list.
+pub const MAX_ENTRIES: usize = 1 << 20;
+/// Largest reply read.
+pub const MAX_BODY: u64 = 64 << 20;
+/// Time allowed for one fetch.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// The BZFlag protocol version the list is asked for.
+pub const BZFLAG_VERSION: &str = "BZFS0221";
+
+/// An HTTP master's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The BZFlag list server (`bzflag-list`).
+    BzflagList,
+    /// DDNet's `servers.json` (`ddnet-http`).
+    DdnetJson,
+}
+
+impl Format {
+    /// From its protocol name.
+    pub fn from_name(name: &str) -> Option<Format> {
+        match name {
+            "bzflag-list" => Some(Format::BzflagList),
+            "ddnet-http" => Some(Format::DdnetJson),
+            _ => None,
+        }
+    }
+
+    /// Its protocol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::BzflagList => "bzflag-list",
+            Format::DdnetJson => "ddnet-http",
+        }
+    }
+}
+
+/// One listed server: the protocol to query it with, its address, and the title the list gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Query protocol (`bzflag`, `teeworlds`, `teeworlds7`).
+    pub protocol: &'static str,
+    /// Address.
+    pub addr: SocketAddr,
+    /// The list's title or name for it.
+    pub title: Option<String>,
+}
+
+/// Parses a BZFlag list server reply.
+pub fn parse_bzflag_list(body: &str) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for line in body.lines() {
+        if out.len() >= MAX_ENTRIES {
+            break;
+        }
+        let line = line.trim_end_matches('\r');
+        let mut parts = line.splitn(5, [' ', '\t']).filter(|s| !s.is_empty());
+        let (Some(nameport), Some(version), Some(hex), Some(ip)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if version != BZFLAG_VERSION || hex.len() != 58 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Ok(ip) = ip.parse::<IpAddr>() else { continue };
+        let port = match nameport.rsplit_once(':') {
+            Some((_, p)) => match p.parse::<u16>() {
+                Ok(p) if p != 0 => p,
+                _ => continue,
+            },
+            None => crate::query::BZFLAG_PORT,
+        };
+        let title = line.splitn(5, ' ').nth(4).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        out.push(Entry { protocol: crate::query::BZFLAG, addr: SocketAddr::new(ip, port), title });
+    }
+    out
+}
+
+#[derive(Deserialize)]
+struct DdnetList {
+    servers: Vec<DdnetServer>,
+}
+
+#[derive(Deserialize)]
+struct DdnetServer {
+    #[serde(default)]
+    addresses: Vec<String>,
+    #[serde(default)]
+    info: Option<DdnetInfo>,
+}
+
+#[derive(Deserialize)]
+struct DdnetInfo {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+fn ddnet_addr(a: &str) -> Option<(&'static str, SocketAddr)> {
+    let (scheme, rest) = a.split_once("://")?;
+    let protocol = match scheme {
+        "tw-0.6+udp" => "teeworlds",
+        "tw-0.7+udp" => "teeworlds7",
+        _ => return None,
+    };
+    let addr: SocketAddr = rest.trim_end_matches('/').parse().ok()?;
+    (addr.port() != 0).then_some((protocol, addr))
+}
+
+/// Parses DDNet's `servers.json`.
+pub fn parse_ddnet_json(body: &str) -> Result<Vec<Entry>, String> {
+    let list: DdnetList = serde_json::from_str(body).map_err(|e| format!("not a DDNet server list: {e}"))?;
+    let mut out = Vec::new();
+    for s in list.servers.into_iter().take(MAX_ENTRIES) {
+        let addrs: Vec<_> = s.addresses.iter().filter_map(|a| ddnet_addr(a)).collect();
+        let pick = addrs.iter().find(|(p, _)| *p == "teeworlds").or_else(|| addrs.first());
+        if let Some(&(protocol, addr)) = pick {
+            out.push(Entry { protocol, addr, title: s.info.and_then(|i| i.name) });
+        }
+    }
+    Ok(out)
+}
+
+/// Fetches and parses one list (blocking: call it on a worker thread).
+pub fn fetch(format: Format, url: &str) -> Result<Vec<Entry>, String> {
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).http_status_as_error(true).build().into();
+    let resp = match format {
+        Format::BzflagList => agent.post(url).send_form([("action", "LIST"), ("version", BZFLAG_VERSION)]),
+        Format::DdnetJson => agent.get(url).call(),
+    };
+    let mut resp = resp.map_err(|e| format!("{url}: {e}"))?;
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY)
+        .lossy_utf8(true)
+        .read_to_string()
+        .map_err(|e| format!("{url}: {e}"))?;
+    match format {
+        Format::BzflagList => Ok(parse_bzflag_list(&body)),
+        Format::DdnetJson => parse_ddnet_json(&body).map_err(|e| format!("{url}: {e}")),
+    }
+}
+
+/// A fetch's outcome: its id and the entries or why there are none.
+pub type Fetched = (u64, Result<Vec<Entry>, String>);
+
+/// A thread that fetches lists one after another and reports each through a channel, then calls `notify`.
+pub struct Fetcher {
+    tx: Option<Sender<(u64, Format, String)>>,
+    rx: Receiver<Fetched>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher").finish_non_exhaustive()
+    }
+}
+
+impl Fetcher {
+    /// Starts the thread.
+    pub fn start(notify: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Fetcher> {
+        let (tx, jobs) = mpsc::channel::<(u64, Format, String)>();
+        let (done, rx) = mpsc::channel::<Fetched>();
+        let thread = std::thread::Builder::new().name("monitor-fetch".into()).spawn(move || {
+            for (id, format, url) in jobs {
+                let r = fetch(format, &url);
+                if done.send((id, r)).is_err() {
+                    return;
+                }
+                notify();
+            }
+        })?;
+        Ok(Fetcher { tx: Some(tx), rx, thread: Some(thread) })
+    }
+
+    /// Asks for a list (never blocks).
+    pub fn request(&self, id: u64, format: Format, url: &str) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send((id, format, url.to_owned()));
+        }
+    }
+
+    /// The next outcome, if any.
+    pub fn try_recv(&self) -> Option<Fetched> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl Drop for Fetcher {
+    fn drop(&mut self) {
+        self.tx.take();
+        // A fetch in progress ends by its time limit; do not wait for it.
+        if let Some(t) = self.thread.take() {
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEX: &str = "0001007a000300000000000000000000000000000000000000000000ff";
+
+    #[test]
+    fn bzflag_list_lines() {
+        assert_eq!(HEX.len(), 58);
+        let body = format!(
+            "TOKEN: 123\nNOTICE: hello\nbz.example.org:5155 {BZFLAG_VERSION} {HEX} 192.0.2.7 Capture the <b>flag</b>  \n\
+             other.example.org {BZFLAG_VERSION} {HEX} 192.0.2.8 plain\n\
+             old.example.org:5154 BZFS0026 {HEX} 192.0.2.9 old one\n\
+             bad.example.org:0 {BZFLAG_VERSION} {HEX} 192.0.2.10 bad port\n\
+             short.example.org:5154 {BZFLAG_VERSION} abcd 192.0.2.11 bad hex\n\
+             v6.example.org:5154 {BZFLAG_VERSION} {HEX} 2001:db8::1 six\n"
+        );
+        let e = parse_bzflag_list(&body);
+        let got: Vec<(String, Option<&str>)> = e.iter().map(|e| (e.addr.to_string(), e.title.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("192.0.2.7:5155".to_owned(), Some("Capture the <b>flag</b>")),
+                ("192.0.2.8:5154".to_owned(), Some("plain")),
+                ("[2001:db8::1]:5154".to_owned(), Some("six")),
+            ]
+        );
+        // Every cut of the reply parses without panicking.
+        for i in 0..body.len() {
+            if body.is_char_boundary(i) {
+                let _ = parse_bzflag_list(&body[..i]);
+            }
+        }
+    }
+
+    #[test]
+    fn ddnet_servers_json() {
+        let body = r#"{"servers":[
+            {"addresses":["tw-0.7+udp://192.0.2.1:8303","tw-0.6+udp://192.0.2.1:8303"],"location":"eu:de",
+             "info":{"max_clients":64,"name":"DDNet GER","map":{"name":"Tutorial"},"clients":[]}},
+            {"addresses":["tw-0.7+udp://192.0.2.2:8304"],"info":{"name":"only seven"}},
+            {"addresses":["ddrace://192.0.2.3:1"],"info":{"name":"unknown scheme"}},
+            {"addresses":["tw-0.6+udp://[2001:db8::2]:8305"]}
+        ]}"#;
+        let e = parse_ddnet_json(body).unwrap();
+        let got: Vec<(&str, String)> = e.iter().map(|e| (e.protocol, e.addr.to_string())).collect();
+        assert_eq!(
+            got,
+            [
+                ("teeworlds", "192.0.2.1:8303".to_owned()),
+                ("teeworlds7", "192.0.2.2:8304".to_owned()),
+                ("teeworlds", "[2001:db8::2]:8305".to_owned())
+            ]
+        );
+        assert_eq!(e[0].title.as_deref(), Some("DDNet GER"));
+        assert!(parse_ddnet_json("{\"servers\":5}").is_err());
+        assert!(parse_ddnet_json("[").is_err());
+    }
+}
