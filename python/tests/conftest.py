@@ -153,3 +153,103 @@ def run_python(code: str, *args: str, timeout: float = 60.0) -> subprocess.Compl
     return subprocess.run(
         [sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
     )
+
+
+def udp_bound(port: int) -> bool:
+    """True once some socket is bound to UDP `port` (read from /proc/net/udp, no probe datagram)."""
+    try:
+        with open("/proc/net/udp") as f:
+            next(f)
+            return any(int(line.split()[1].split(":")[1], 16) == port for line in f)
+    except OSError:
+        return False
+
+
+class GameServer:
+    """A DDNet server on 127.0.0.1 (Debian ddnet-server), registering with no master, with a throwaway HOME."""
+
+    def __init__(self, tmp_path: Path, name: str):
+        program = "/usr/games/DDNet-Server"
+        if not os.access(program, os.X_OK):
+            pytest.fail(f"{program} is missing: run scripts/install-peers (or ./test), which installs ddnet-server")
+        self.port = free_port()
+        args = [
+            f"sv_port {self.port}",
+            "sv_ipv4only 1",
+            "bindaddr 127.0.0.1",
+            "sv_register 0",
+            f'sv_name "{name}"',
+            "sv_max_clients_per_ip 64",
+        ]
+        env = dict(os.environ, HOME=str(tmp_path))
+        self.proc = subprocess.Popen(
+            [program, *args],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not udp_bound(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"DDNet-Server did not start on port {self.port}")
+            time.sleep(0.05)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def ddnet(tmp_path):
+    server = GameServer(tmp_path, "bzhead python test")
+    yield server
+    server.stop()
+
+
+class Bzadmin:
+    """bzadmin as a witness of what the server tells every player (kills: "*** 'V' destroyed by 'K'.")."""
+
+    def __init__(self, callsign: str, addr: str):
+        program = "/usr/games/bzadmin"
+        if not os.access(program, os.X_OK):
+            pytest.fail(f"{program} is missing: run scripts/install-peers (or ./test), which installs bzflag-server")
+        self.proc = subprocess.Popen(
+            [program, "-ui", "stdboth", f"{callsign}@{addr}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            with self._lock:
+                self._lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def output(self) -> str:
+        with self._lock:
+            return "\n".join(self._lines)
+
+    def wait_for(self, pattern: str, timeout: float = WAIT) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pattern in self.output():
+                return True
+            time.sleep(0.05)
+        return pattern in self.output()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
