@@ -20,12 +20,19 @@
 //! README.
 #![warn(missing_docs)]
 
+#[forbid(unsafe_code)]
 pub mod bot;
+#[forbid(unsafe_code)]
 pub mod bzflag;
+#[forbid(unsafe_code)]
 pub mod cache;
+#[forbid(unsafe_code)]
 pub mod observer;
 pub mod query;
 pub mod reactor;
+#[forbid(unsafe_code)]
 pub mod record;
+#[forbid(unsafe_code)]
 pub mod wire;
+#[forbid(unsafe_code)]
 pub mod world_cmd;

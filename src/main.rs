@@ -1,4 +1,5 @@
 //! The `bzhead` command line. See `bzhead --help`.
+#![forbid(unsafe_code)]
 
 use std::io::{self, BufRead, Write};
 use std::net::SocketAddr;

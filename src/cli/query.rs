@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
+use bzhead::query::loader::{plugin_dirs, PluginOrigin, PluginSet, ProtocolKind};
 use bzhead::query::result::QueryResult;
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{Scan, ScanConfig, ScanEvent, ScanStats, Target, BZFLAG, BZFLAG_PORT};
@@ -30,7 +30,9 @@ pub const QUERY_EXIT_CODES: &str = "Exit codes: 0 every server answered, 2 usage
 /// Where plugins are looked for.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PluginDirs {
-    /// Look for query plugins in DIR first (repeatable); then $BZHEAD_PLUGIN_PATH, then beside the executable.
+    /// Look for query plugins in DIR first (repeatable); then $BZHEAD_PLUGIN_PATH, $XDG_DATA_HOME/bzhead/plugins
+    /// (~/.local/share/bzhead/plugins), /usr/local/lib/bzhead/plugins, /usr/lib/bzhead/plugins, beside the
+    /// executable, and last the built-in plugins (a file overrides a built-in protocol).
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dir: Vec<PathBuf>,
 }
@@ -129,7 +131,7 @@ pub struct ScanArgs {
 }
 
 fn load(dirs: &PluginDirs) -> PluginSet {
-    let set = PluginSet::load_dirs(&search_dirs(&dirs.plugin_dir));
+    let set = PluginSet::load_standard(&plugin_dirs(&dirs.plugin_dir));
     for e in set.errors() {
         tracing::debug!(error = %e, "plugin not loaded");
     }
@@ -163,7 +165,7 @@ fn unknown_protocol(set: &PluginSet, protocol: &str, dirs: &PluginDirs) -> Strin
     let mut known = vec![BZFLAG];
     known.extend(set.protocol_names());
     let mut msg = format!("unknown protocol {protocol:?}; known: {}", known.join(", "));
-    let searched: Vec<String> = search_dirs(&dirs.plugin_dir).iter().map(|d| d.display().to_string()).collect();
+    let searched: Vec<String> = plugin_dirs(&dirs.plugin_dir).iter().map(|d| d.path.display().to_string()).collect();
     msg += &format!("\n  plugin directories searched: {}", searched.join(", "));
     for e in set.errors() {
         msg += &format!("\n  not loaded: {e}");
@@ -183,12 +185,28 @@ fn config(opts: &QueryOptions, params: Vec<(String, String)>) -> ScanConfig {
 
 // ------------------------------------------------------------------------------------------------ plugins
 
-/// `bzhead plugins`: what is loaded, with versions and protocols, and what failed to load.
+/// JSON of where a plugin came from: `{"builtin":CRATE}` or `{"file":PATH,"dir":DIR|null,"source":WHY|null}`.
+fn origin_json(o: &PluginOrigin) -> serde_json::Value {
+    match o {
+        PluginOrigin::BuiltIn { crate_name } => serde_json::json!({"builtin": crate_name}),
+        PluginOrigin::File { path, dir } => serde_json::json!({
+            "file": path.display().to_string(),
+            "dir": dir.as_ref().map(|d| d.path.display().to_string()),
+            "source": dir.as_ref().map(|d| d.source.label()),
+        }),
+    }
+}
+
+/// `bzhead plugins`: what is loaded (and where from), with versions and protocols, and what failed to load.
 pub fn plugins(a: PluginsArgs) -> u8 {
-    let dirs = search_dirs(&a.dirs.plugin_dir);
-    let set = PluginSet::load_dirs(&dirs);
+    let dirs = plugin_dirs(&a.dirs.plugin_dir);
+    let set = PluginSet::load_standard(&dirs);
     let out = io::stdout();
     let mut out = out.lock();
+    // The plugin serving `name`, when it is not `p`.
+    let overridden_by = |p: &bzhead::query::PluginLibrary, name: &str| {
+        set.plugin_for(name).filter(|w| !std::ptr::eq(w.as_ref(), p)).map(|w| w.origin().clone())
+    };
     if a.json {
         let plugins: Vec<serde_json::Value> = set
             .plugins()
@@ -197,20 +215,25 @@ pub fn plugins(a: PluginsArgs) -> u8 {
                 serde_json::json!({
                     "name": p.name(),
                     "version": p.version(),
-                    "path": p.path().display().to_string(),
+                    "path": (!p.is_builtin()).then(|| p.path().display().to_string()),
+                    "origin": origin_json(p.origin()),
                     "catches_panics": p.catches_panics(),
                     "protocols": p.protocols().iter().map(|d| serde_json::json!({
                         "name": d.name,
                         "kind": if d.kind == ProtocolKind::Master { "master" } else { "server" },
                         "default_port": d.default_port,
                         "description": d.description,
+                        "overridden_by": overridden_by(p, &d.name).map(|o| origin_json(&o)),
                     })).collect::<Vec<_>>(),
                 })
             })
             .collect();
         let v = serde_json::json!({
             "abi_version": query_abi::ABI_VERSION,
-            "dirs": dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+            "dirs": dirs.iter().map(|d| serde_json::json!({
+                "path": d.path.display().to_string(),
+                "source": d.source.label(),
+            })).collect::<Vec<_>>(),
             "builtin": [{"name": BZFLAG, "kind": "server", "default_port": BZFLAG_PORT,
                          "description": "BZFlag 2.4 (TCP, built in)"}],
             "plugins": plugins,
@@ -220,17 +243,24 @@ pub fn plugins(a: PluginsArgs) -> u8 {
         return exit::OK;
     }
     let _ = writeln!(out, "plugin ABI version {}", query_abi::ABI_VERSION);
-    let _ = writeln!(out, "searched: {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(out, "searched, in order:");
+    for d in &dirs {
+        let _ = writeln!(out, "  {} ({})", d.path.display(), d.source.label());
+    }
+    let _ = writeln!(out, "  then the plugins built into bzhead");
     let _ = writeln!(out, "\nbuilt in\n  {BZFLAG:<12} server  port {BZFLAG_PORT:<5}  BZFlag 2.4 (TCP)");
     for p in set.plugins() {
-        let _ = writeln!(out, "\n{} {} ({})", p.name(), p.version(), p.path().display());
+        let _ = writeln!(out, "\n{} {} ({})", p.name(), p.version(), p.origin());
         if !p.catches_panics() {
             let _ = writeln!(out, "  warning: built with panic=abort; a panic in it ends bzhead");
         }
         for d in p.protocols() {
             let kind = if d.kind == ProtocolKind::Master { "master" } else { "server" };
-            let shadowed = set.plugin_for(&d.name).is_some_and(|w| !std::ptr::eq(w.as_ref(), p.as_ref()));
-            let note = if shadowed { " (shadowed by an earlier plugin)" } else { "" };
+            let note = match overridden_by(p, &d.name) {
+                Some(PluginOrigin::File { path, .. }) => format!(" (overridden by {})", path.display()),
+                Some(PluginOrigin::BuiltIn { crate_name }) => format!(" (overridden by built-in {crate_name})"),
+                None => String::new(),
+            };
             let _ = writeln!(out, "  {:<12} {kind:<6}  port {:<5}  {}{note}", d.name, d.default_port, d.description);
         }
     }

@@ -1,12 +1,19 @@
-//! Finding and loading query plugins (`cdylib`s exporting `bzhead_query_plugin_entry`).
+//! Finding and loading query plugins (`cdylib`s exporting `bzhead_query_plugin_entry`), and opening the built-in
+//! ones ([`super::builtin`]) through the same checks.
 //!
-//! Search order ([`search_dirs`]): every `--plugin-dir`, then each directory of `BZHEAD_PLUGIN_PATH` (a
-//! `PATH`-style list), then the directory of the running executable (where `cargo build --workspace` puts the
-//! plugins next to `bzhead`). Every file in those directories whose name ends in the platform's library suffix
-//! (`.so`, `.dylib`, `.dll`) is a candidate.
+//! Search order ([`plugin_dirs`]): every `--plugin-dir`, then each directory of `BZHEAD_PLUGIN_PATH` (a
+//! `PATH`-style list), then the user's data directory (`$XDG_DATA_HOME/bzhead/plugins`, by default
+//! `~/.local/share/bzhead/plugins`), then the system ones ([`SYSTEM_PLUGIN_DIRS`]), then the directory of the running
+//! executable (where `cargo build --workspace` puts the plugin files next to `bzhead`), and last the plugins built
+//! into bzhead ([`PluginSet::load_standard`]). Every file in those directories whose name ends in the platform's
+//! library suffix (`.so`, `.dylib`, `.dll`) is a candidate. The first plugin (in that order) that declares a
+//! protocol serves it: a file overrides a built-in, and [`PluginSet::shadowed`] lists what was overridden.
 //!
 //! [`load_file`] checks everything before the first call into the plugin, in this order, and names the file and
-//! what to rebuild in each [`PluginError`]:
+//! what to do in each [`PluginError`]:
+//! 0. the file is safe to load ([`check_file`]): a regular file (a symbolic link is followed), owned by the user
+//!    running bzhead or by root, and writable by nobody else (no group or world write bit); otherwise anyone who
+//!    could write it could run code as this user;
 //! 1. the file is a loadable library (`Library::new`, which runs its initialisers: only load plugins you trust);
 //! 2. it exports the entry symbol;
 //! 3. the entry returns a non-null, aligned table;
@@ -15,6 +22,9 @@
 //! 6. every function pointer is present;
 //! 7. the name, version and every protocol name and description are UTF-8 of sane length, protocol names are
 //!    lowercase words, and the protocol array is non-null and of sane length.
+//!
+//! A built-in plugin ([`load_builtin`]) starts at step 3: its entry function is called, and its table goes through
+//! steps 3 to 7 exactly like a file's.
 //!
 //! The [`Library`] is kept in the same struct as the table pointer ([`PluginLibrary`]) and is never unloaded while
 //! anything uses it (instances hold an `Rc` to it).
@@ -31,6 +41,12 @@ use query_abi::{EntryFn, PluginApi, ProtocolInfo, Str, ABI_VERSION, ENTRY_SYMBOL
 
 /// Environment variable with extra plugin directories (a `PATH`-style list).
 pub const PLUGIN_PATH_ENV: &str = "BZHEAD_PLUGIN_PATH";
+
+/// The system-wide plugin directories, searched after the user's and before the executable's.
+pub const SYSTEM_PLUGIN_DIRS: &[&str] = &["/usr/local/lib/bzhead/plugins", "/usr/lib/bzhead/plugins"];
+
+/// The user's plugin directory below the XDG data home (`$XDG_DATA_HOME`, by default `~/.local/share`).
+pub const USER_PLUGIN_SUBDIR: &str = "bzhead/plugins";
 
 /// Longest plugin or protocol name accepted.
 pub const MAX_NAME: usize = 64;
@@ -90,6 +106,13 @@ pub enum PluginError {
         /// Which field and what is wrong with it.
         what: String,
     },
+    /// The file is not safe to load: not a regular file, owned by another user, or writable by others.
+    UnsafeFile {
+        /// The file.
+        path: PathBuf,
+        /// Why (and what to do).
+        reason: String,
+    },
     /// A plugin directory could not be read.
     ReadDir {
         /// The directory.
@@ -109,7 +132,8 @@ impl PluginError {
             | PluginError::WrongAbiVersion { path, .. }
             | PluginError::ShortTable { path, .. }
             | PluginError::MissingFunction { path, .. }
-            | PluginError::BadName { path, .. } => path,
+            | PluginError::BadName { path, .. }
+            | PluginError::UnsafeFile { path, .. } => path,
             PluginError::ReadDir { dir, .. } => dir,
         }
     }
@@ -154,6 +178,7 @@ impl fmt::Display for PluginError {
             PluginError::BadName { path, what } => {
                 write!(f, "{}: invalid plugin table: {what}; fix the plugin's names and rebuild it", path.display())
             }
+            PluginError::UnsafeFile { path, reason } => write!(f, "{}: not loaded: {reason}", path.display()),
             PluginError::ReadDir { dir, source } => {
                 write!(f, "cannot read the plugin directory {}: {source}", dir.display())
             }
@@ -192,23 +217,89 @@ pub struct ProtocolDesc {
     pub kind: ProtocolKind,
 }
 
+/// Why a directory is searched for plugins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirSource {
+    /// `--plugin-dir` (or a directory passed to [`PluginSet::load_dirs`]).
+    Flag,
+    /// `$BZHEAD_PLUGIN_PATH`.
+    Env,
+    /// The user's data directory (`$XDG_DATA_HOME/bzhead/plugins`).
+    User,
+    /// A system directory ([`SYSTEM_PLUGIN_DIRS`]).
+    System,
+    /// The directory of the running executable.
+    Executable,
+}
+
+impl DirSource {
+    /// How `bzhead plugins` names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            DirSource::Flag => "--plugin-dir",
+            DirSource::Env => "$BZHEAD_PLUGIN_PATH",
+            DirSource::User => "user data directory",
+            DirSource::System => "system directory",
+            DirSource::Executable => "beside the executable",
+        }
+    }
+}
+
+/// A plugin directory and why it is searched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// Why it is searched.
+    pub source: DirSource,
+}
+
+/// Where a plugin came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginOrigin {
+    /// Linked into this program ([`super::builtin::BUILTINS`]).
+    BuiltIn {
+        /// The crate it comes from.
+        crate_name: &'static str,
+    },
+    /// A file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The search directory it was found in (`None` for a file loaded by name with [`load_file`]).
+        dir: Option<SearchDir>,
+    },
+}
+
+impl fmt::Display for PluginOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PluginOrigin::BuiltIn { crate_name } => write!(f, "built in ({crate_name})"),
+            PluginOrigin::File { path, dir: None } => write!(f, "{}", path.display()),
+            PluginOrigin::File { path, dir: Some(d) } => write!(f, "{}, {}", path.display(), d.source.label()),
+        }
+    }
+}
+
 /// A loaded, checked plugin: the library, its table and a copy of its descriptive data.
 pub struct PluginLibrary {
     path: PathBuf,
+    origin: PluginOrigin,
     name: String,
     version: String,
     flags: u64,
     protocols: Vec<ProtocolDesc>,
     /// Points into `_library`'s static data; valid as long as `_library` is loaded (that is, as long as `self`).
     api: NonNull<PluginApi>,
-    /// Declared last so that it is dropped (unloaded) last.
-    _library: Library,
+    /// Declared last so that it is dropped (unloaded) last. `None` for a built-in plugin (static data of this
+    /// program).
+    _library: Option<Library>,
 }
 
 impl fmt::Debug for PluginLibrary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PluginLibrary")
-            .field("path", &self.path)
+            .field("origin", &self.origin)
             .field("name", &self.name)
             .field("version", &self.version)
             .field("protocols", &self.protocols)
@@ -217,9 +308,19 @@ impl fmt::Debug for PluginLibrary {
 }
 
 impl PluginLibrary {
-    /// The file it was loaded from.
+    /// The file it was loaded from; for a built-in plugin, `built-in:<crate>` (there is no file).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where it came from: built in, or which file found in which directory.
+    pub fn origin(&self) -> &PluginOrigin {
+        &self.origin
+    }
+
+    /// True for a plugin linked into this program.
+    pub fn is_builtin(&self) -> bool {
+        matches!(self.origin, PluginOrigin::BuiltIn { .. })
     }
 
     /// The plugin's name.
@@ -251,29 +352,83 @@ impl PluginLibrary {
     /// The checked table. Every function pointer in it is `Some` (checked at load).
     pub(crate) fn api(&self) -> &PluginApi {
         // SAFETY: `api` was checked non-null and aligned at load, the table is the plugin's static data and the
-        // library stays loaded as long as `self` exists; the plugin never writes to it (ABI contract).
+        // library stays loaded as long as `self` exists (a built-in's is static data of this program); the plugin
+        // never writes to it (ABI contract).
         unsafe { self.api.as_ref() }
     }
 }
 
-/// The plugin directories, in search order: `explicit` (`--plugin-dir`), then `BZHEAD_PLUGIN_PATH`, then the
-/// directory of the running executable. Duplicates are kept out.
-pub fn search_dirs(explicit: &[PathBuf]) -> Vec<PathBuf> {
-    search_dirs_with(explicit, std::env::var_os(PLUGIN_PATH_ENV), std::env::current_exe().ok())
+/// What the plugin search reads from the environment ([`SearchEnv::current`]); tests pass their own.
+#[derive(Debug, Clone, Default)]
+pub struct SearchEnv {
+    /// `$BZHEAD_PLUGIN_PATH`.
+    pub plugin_path: Option<OsString>,
+    /// `$XDG_DATA_HOME`.
+    pub xdg_data_home: Option<OsString>,
+    /// `$HOME`.
+    pub home: Option<OsString>,
+    /// The running executable.
+    pub exe: Option<PathBuf>,
+    /// The system directories ([`SYSTEM_PLUGIN_DIRS`] in [`SearchEnv::current`]).
+    pub system: Vec<PathBuf>,
 }
 
-/// [`search_dirs`] with the environment passed in (testable).
-pub fn search_dirs_with(explicit: &[PathBuf], env: Option<OsString>, exe: Option<PathBuf>) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = explicit.to_vec();
-    if let Some(env) = env {
-        dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
+impl SearchEnv {
+    /// This process's environment.
+    pub fn current() -> SearchEnv {
+        SearchEnv {
+            plugin_path: std::env::var_os(PLUGIN_PATH_ENV),
+            xdg_data_home: std::env::var_os("XDG_DATA_HOME"),
+            home: std::env::var_os("HOME"),
+            exe: std::env::current_exe().ok(),
+            system: SYSTEM_PLUGIN_DIRS.iter().map(PathBuf::from).collect(),
+        }
     }
-    if let Some(dir) = exe.as_deref().and_then(Path::parent) {
-        dirs.push(dir.to_path_buf());
+
+    /// The user's plugin directory: `$XDG_DATA_HOME/bzhead/plugins` when that is an absolute path (the XDG rule),
+    /// else `$HOME/.local/share/bzhead/plugins`; `None` without either.
+    pub fn user_dir(&self) -> Option<PathBuf> {
+        let xdg = self.xdg_data_home.as_ref().map(PathBuf::from).filter(|p| p.is_absolute());
+        let data = xdg.or_else(|| {
+            self.home.as_ref().map(PathBuf::from).filter(|p| p.is_absolute()).map(|h| h.join(".local/share"))
+        })?;
+        Some(data.join(USER_PLUGIN_SUBDIR))
+    }
+}
+
+/// The plugin directories, in search order, each with why it is searched: `explicit` (`--plugin-dir`), then
+/// `BZHEAD_PLUGIN_PATH`, the user's data directory, the system directories, and the directory of the running
+/// executable. The same directory twice is searched once (where it first appears).
+pub fn plugin_dirs(explicit: &[PathBuf]) -> Vec<SearchDir> {
+    plugin_dirs_with(explicit, &SearchEnv::current())
+}
+
+/// [`plugin_dirs`] with the environment passed in (testable).
+pub fn plugin_dirs_with(explicit: &[PathBuf], env: &SearchEnv) -> Vec<SearchDir> {
+    let mut dirs: Vec<SearchDir> =
+        explicit.iter().map(|p| SearchDir { path: p.clone(), source: DirSource::Flag }).collect();
+    if let Some(list) = &env.plugin_path {
+        dirs.extend(
+            std::env::split_paths(list)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|path| SearchDir { path, source: DirSource::Env }),
+        );
+    }
+    if let Some(path) = env.user_dir() {
+        dirs.push(SearchDir { path, source: DirSource::User });
+    }
+    dirs.extend(env.system.iter().map(|p| SearchDir { path: p.clone(), source: DirSource::System }));
+    if let Some(dir) = env.exe.as_deref().and_then(Path::parent) {
+        dirs.push(SearchDir { path: dir.to_path_buf(), source: DirSource::Executable });
     }
     let mut seen = HashSet::new();
-    dirs.retain(|d| seen.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
+    dirs.retain(|d| seen.insert(d.path.canonicalize().unwrap_or_else(|_| d.path.clone())));
     dirs
+}
+
+/// The plugin directories, in search order ([`plugin_dirs`] without the reasons).
+pub fn search_dirs(explicit: &[PathBuf]) -> Vec<PathBuf> {
+    plugin_dirs(explicit).into_iter().map(|d| d.path).collect()
 }
 
 /// True when `path`'s file name ends in the platform's library suffix.
@@ -283,11 +438,11 @@ pub fn is_library_name(path: &Path) -> bool {
         .is_some_and(|n| n.len() > std::env::consts::DLL_SUFFIX.len() && n.ends_with(std::env::consts::DLL_SUFFIX))
 }
 
-/// The candidate files of `dir`, sorted by name.
+/// The candidate files of `dir` (every entry with a library's name, whatever its type: [`load_file`] refuses the
+/// ones that are not regular files, with a reason), sorted by name.
 pub fn candidates(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
     let rd = std::fs::read_dir(dir).map_err(|source| PluginError::ReadDir { dir: dir.to_path_buf(), source })?;
-    let mut v: Vec<PathBuf> =
-        rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| is_library_name(p) && p.is_file()).collect();
+    let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| is_library_name(p)).collect();
     v.sort();
     Ok(v)
 }
@@ -314,12 +469,69 @@ fn valid_protocol_name(n: &str) -> bool {
         && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
+/// Why the owner and mode of a plugin file make it unsafe to load, or `None` when they do not: it must be owned
+/// by `euid` (the user running bzhead) or by root, and have no group or world write bit.
+pub fn untrusted_owner_or_mode(owner: u32, mode: u32, euid: u32) -> Option<String> {
+    if owner != euid && owner != 0 {
+        return Some(format!(
+            "owned by uid {owner}, not by you (uid {euid}) or root; anyone owning it could run code as you: \
+             install it as yourself or as root"
+        ));
+    }
+    if mode & 0o022 != 0 {
+        let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
+        return Some(format!(
+            "writable by {who} (mode {:o}); anyone who can write it could run code as you: `chmod go-w` it",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+/// Checks that `path` is safe to load as a plugin (step 0 of [`load_file`]): it is, or is a symbolic link (owned by
+/// the user or root) to, a regular file owned by the user running bzhead or by root and writable by no one else.
+/// Nothing is opened: a FIFO or a device is refused from its metadata.
+pub fn check_file(path: &Path) -> Result<(), PluginError> {
+    let unsafe_file = |reason: String| PluginError::UnsafeFile { path: path.to_path_buf(), reason };
+    let link = std::fs::symlink_metadata(path).map_err(|e| unsafe_file(format!("cannot read its metadata: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| unsafe_file(format!("cannot read its metadata: {e}")))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let what = if ft.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(unsafe_file(format!("{what}; a plugin must be a regular file")));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail (POSIX).
+        let euid = unsafe { libc::geteuid() };
+        if link.file_type().is_symlink() && link.uid() != euid && link.uid() != 0 {
+            return Err(unsafe_file(format!(
+                "a symbolic link owned by uid {}, not by you (uid {euid}) or root",
+                link.uid()
+            )));
+        }
+        if let Some(reason) = untrusted_owner_or_mode(meta.uid(), meta.mode(), euid) {
+            return Err(unsafe_file(reason));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = link;
+    Ok(())
+}
+
 /// Loads and checks one plugin file. Nothing of the plugin runs except its library initialisers and the entry
-/// function (which only returns a pointer).
+/// function (which only returns a pointer); nothing is opened before [`check_file`] accepts the file.
 pub fn load_file(path: &Path) -> Result<PluginLibrary, PluginError> {
+    load_file_from(path, None)
+}
+
+fn load_file_from(path: &Path, dir: Option<&SearchDir>) -> Result<PluginLibrary, PluginError> {
+    check_file(path)?;
     let path_buf = path.to_path_buf();
     // SAFETY: loading a library runs its initialisers; plugins come from directories the user chose (or the
-    // directory of bzhead itself), which is the trust boundary of any plugin host. We pass an explicit path.
+    // directory of bzhead itself), which is the trust boundary of any plugin host, and the file passed
+    // `check_file` (nobody but the user or root can have written it). We pass an explicit path.
     let library = unsafe { Library::new(path) }
         .map_err(|e| PluginError::NotALibrary { path: path_buf.clone(), detail: e.to_string() })?;
     // SAFETY: the symbol's type is the ABI's `EntryFn` (no arguments, returns a pointer); a plugin that exports the
@@ -328,6 +540,31 @@ pub fn load_file(path: &Path) -> Result<PluginLibrary, PluginError> {
         Ok(sym) => *sym,
         Err(_) => return Err(PluginError::NoEntrySymbol { path: path_buf }),
     };
+    let origin = PluginOrigin::File { path: path_buf.clone(), dir: dir.cloned() };
+    // SAFETY: `entry` comes from `library`, which `open_table` keeps loaded as long as the table is used.
+    unsafe { open_table(path_buf, origin, entry, Some(library)) }
+}
+
+/// Opens a plugin linked into this program through its entry function, with every check a loaded file's table
+/// gets (steps 3 to 7 of the module docs). An error is a bug of the bundled plugin, named `built-in:<crate>`.
+pub fn load_builtin(b: &super::builtin::Builtin) -> Result<PluginLibrary, PluginError> {
+    let path = PathBuf::from(format!("built-in:{}", b.crate_name));
+    // SAFETY: a built-in's entry function and table are static items of this program.
+    unsafe { open_table(path, PluginOrigin::BuiltIn { crate_name: b.crate_name }, b.entry, None) }
+}
+
+/// Calls `entry` and checks the table it returns, before anything else of it is used.
+///
+/// # Safety
+/// `entry` must follow the ABI's `EntryFn` contract, and the code and data it points into must stay valid as long as
+/// `library` is loaded (for `None`: for the life of the program).
+unsafe fn open_table(
+    path_buf: PathBuf,
+    origin: PluginOrigin,
+    entry: EntryFn,
+    library: Option<Library>,
+) -> Result<PluginLibrary, PluginError> {
+    let path = path_buf.as_path();
     // SAFETY: `entry` has the ABI's signature and promises no side effects; it is called on this thread only.
     let table = unsafe { entry() };
     let Some(api) = NonNull::new(table.cast_mut()) else { return Err(PluginError::NullTable { path: path_buf }) };
@@ -356,7 +593,8 @@ pub fn load_file(path: &Path) -> Result<PluginLibrary, PluginError> {
             return Err(PluginError::MissingFunction { path: path_buf, function });
         }
     }
-    // SAFETY (all `table_text` calls): views into the plugin's static data, valid while the library is loaded.
+    // SAFETY: (this and every `table_text` call below) views into the plugin's static data, valid while the
+    // library is loaded (for a built-in: for the life of the program).
     let name = unsafe { table_text(path, t.name, "plugin name", MAX_NAME) }?;
     if !valid_protocol_name(&name) {
         return Err(PluginError::BadName {
@@ -402,7 +640,16 @@ pub fn load_file(path: &Path) -> Result<PluginLibrary, PluginError> {
         }
         protocols.push(ProtocolDesc { name: pname, description, default_port: p.default_port, kind });
     }
-    Ok(PluginLibrary { path: path_buf, name, version: version_text, flags: t.flags, protocols, api, _library: library })
+    Ok(PluginLibrary {
+        path: path_buf,
+        origin,
+        name,
+        version: version_text,
+        flags: t.flags,
+        protocols,
+        api,
+        _library: library,
+    })
 }
 
 /// Every plugin found in a list of directories, and every file that failed to load.
@@ -417,11 +664,34 @@ pub struct PluginSet {
 impl PluginSet {
     /// Loads every candidate file of `dirs` (in order). A file that fails is recorded in [`PluginSet::errors`];
     /// the others still load. The same file reached twice (through a symlink or two equal directories) loads once.
+    /// No built-in plugin is added ([`PluginSet::load_standard`] adds them).
     pub fn load_dirs(dirs: &[PathBuf]) -> PluginSet {
+        let dirs: Vec<SearchDir> =
+            dirs.iter().map(|p| SearchDir { path: p.clone(), source: DirSource::Flag }).collect();
+        PluginSet::load_search_dirs(&dirs)
+    }
+
+    /// What bzhead offers: every plugin file of `dirs` (usually [`plugin_dirs`]), then the plugins built into this
+    /// program ([`super::builtin::BUILTINS`]) for the protocols no file declares.
+    pub fn load_standard(dirs: &[SearchDir]) -> PluginSet {
+        let mut set = PluginSet::load_search_dirs(dirs);
+        set.add_builtins();
+        set
+    }
+
+    /// Only the plugins built into this program.
+    pub fn builtin() -> PluginSet {
+        let mut set = PluginSet::default();
+        set.add_builtins();
+        set
+    }
+
+    /// Loads every candidate file of `dirs` (in order), remembering which directory each came from.
+    pub fn load_search_dirs(dirs: &[SearchDir]) -> PluginSet {
         let mut set = PluginSet::default();
         let mut seen = HashSet::new();
         for dir in dirs {
-            let files = match candidates(dir) {
+            let files = match candidates(&dir.path) {
                 Ok(f) => f,
                 Err(e) => {
                     // A missing directory from the environment or a default is normal; report others.
@@ -437,19 +707,30 @@ impl PluginSet {
                 if !seen.insert(f.canonicalize().unwrap_or_else(|_| f.clone())) {
                     continue;
                 }
-                set.load_one(&f);
+                set.add(load_file_from(&f, Some(dir)));
             }
         }
         set
     }
 
+    /// Adds the plugins built into this program (after everything already in the set, so a file overrides them).
+    pub fn add_builtins(&mut self) {
+        for b in super::builtin::BUILTINS {
+            self.add(load_builtin(b));
+        }
+    }
+
     /// Loads one file into the set (recording its error if it fails).
     pub fn load_one(&mut self, path: &Path) {
-        match load_file(path) {
+        self.add(load_file(path));
+    }
+
+    fn add(&mut self, loaded: Result<PluginLibrary, PluginError>) {
+        match loaded {
             Ok(p) => {
                 for proto in p.protocols() {
                     if let Some(winner) = self.plugin_for(&proto.name) {
-                        self.shadowed.push((proto.name.clone(), winner.name().to_owned(), path.to_path_buf()));
+                        self.shadowed.push((proto.name.clone(), winner.name().to_owned(), p.path().to_path_buf()));
                     }
                 }
                 self.plugins.push(std::rc::Rc::new(p));
@@ -502,13 +783,66 @@ mod tests {
     use super::*;
 
     #[test]
-    fn search_order_is_flag_env_exe() {
-        let env = std::env::join_paths(["/e1", "", "/e2"]).unwrap();
-        let dirs =
-            search_dirs_with(&[PathBuf::from("/flag")], Some(env), Some(PathBuf::from("/opt/bzhead/bin/bzhead")));
-        assert_eq!(dirs, ["/flag", "/e1", "/e2", "/opt/bzhead/bin"].map(PathBuf::from));
-        let dirs = search_dirs_with(&[PathBuf::from("/x"), PathBuf::from("/x")], None, None);
-        assert_eq!(dirs, [PathBuf::from("/x")]);
+    fn search_order_is_flag_env_user_system_exe() {
+        let env = SearchEnv {
+            plugin_path: Some(std::env::join_paths(["/e1", "", "/e2"]).unwrap()),
+            xdg_data_home: None,
+            home: Some("/home/u".into()),
+            exe: Some(PathBuf::from("/opt/bzhead/bin/bzhead")),
+            system: vec![PathBuf::from("/usr/lib/bzhead/plugins")],
+        };
+        let dirs = plugin_dirs_with(&[PathBuf::from("/flag")], &env);
+        let paths: Vec<&Path> = dirs.iter().map(|d| d.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/flag",
+                "/e1",
+                "/e2",
+                "/home/u/.local/share/bzhead/plugins",
+                "/usr/lib/bzhead/plugins",
+                "/opt/bzhead/bin"
+            ]
+            .map(Path::new)
+        );
+        let sources: Vec<DirSource> = dirs.iter().map(|d| d.source).collect();
+        use DirSource::*;
+        assert_eq!(sources, [Flag, Env, Env, User, System, Executable]);
+        // XDG_DATA_HOME wins over HOME when absolute, and is ignored when relative (the XDG rule).
+        let xdg = SearchEnv { xdg_data_home: Some("/x/data".into()), ..env.clone() };
+        assert_eq!(xdg.user_dir(), Some(PathBuf::from("/x/data/bzhead/plugins")));
+        let rel = SearchEnv { xdg_data_home: Some("rel".into()), ..env.clone() };
+        assert_eq!(rel.user_dir(), Some(PathBuf::from("/home/u/.local/share/bzhead/plugins")));
+        assert_eq!(SearchEnv::default().user_dir(), None);
+        let dirs = plugin_dirs_with(&[PathBuf::from("/x"), PathBuf::from("/x")], &SearchEnv::default());
+        assert_eq!(dirs, [SearchDir { path: PathBuf::from("/x"), source: Flag }]);
+    }
+
+    #[test]
+    fn owner_and_mode_rules() {
+        assert_eq!(untrusted_owner_or_mode(1000, 0o100755, 1000), None);
+        assert_eq!(untrusted_owner_or_mode(0, 0o100644, 1000), None);
+        let other = untrusted_owner_or_mode(1001, 0o100755, 1000).unwrap();
+        assert!(other.contains("owned by uid 1001"), "{other}");
+        let group = untrusted_owner_or_mode(1000, 0o100775, 1000).unwrap();
+        assert!(group.contains("writable by its group") && group.contains("775"), "{group}");
+        let world = untrusted_owner_or_mode(0, 0o100757, 1000).unwrap();
+        assert!(world.contains("writable by everyone"), "{world}");
+    }
+
+    #[test]
+    fn every_builtin_passes_the_loader_checks() {
+        let set = PluginSet::builtin();
+        assert!(set.errors().is_empty(), "{:?}", set.errors());
+        assert_eq!(set.plugins().len(), super::super::builtin::BUILTINS.len());
+        for p in set.plugins() {
+            assert!(p.is_builtin(), "{:?}", p.origin());
+            assert!(p.catches_panics(), "{}", p.name());
+        }
+        for proto in ["teeworlds", "teeworlds7", "quake3", "warsow", "dpmaster", "savage2", "srb2"] {
+            assert!(set.plugin_for(proto).is_some(), "{proto} is built in");
+        }
+        assert!(set.shadowed().is_empty(), "{:?}", set.shadowed());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The server-query host: C-ABI protocol plugins, a sans-IO scheduler, and the shared result shape.
 //!
-//! * [`loader`]: finds plugin libraries (`--plugin-dir`, `BZHEAD_PLUGIN_PATH`, beside the executable) and checks
-//!   each table before first use.
+//! * [`loader`]: finds plugin libraries (`--plugin-dir`, `BZHEAD_PLUGIN_PATH`, the user's and the system's plugin
+//!   directories, beside the executable) and checks each table before first use, the built-in ones' too.
+//! * [`builtin`]: the bundled protocols, linked in, opened through the same C-ABI table and checks.
 //! * [`plugin`]: calls into a loaded plugin (instances) and the host callbacks that copy and validate everything a
 //!   plugin reports. With [`loader`], the only `unsafe` code of this crate.
 //! * [`scan`]: the scheduler ([`scan::Scan`]): concurrency, a global send rate, per-server pace, timeouts, ping,
@@ -13,13 +14,18 @@
 //! Protocol names: `bzflag` is built in ([`BZFLAG`], run as a TCP session by the reactor); every other name comes
 //! from a plugin (`teeworlds`, `teeworlds7`, `quake3`, `warsow`, `dpmaster`, `savage2`, `srb2`).
 
+#[forbid(unsafe_code)]
+pub mod builtin;
 pub mod loader;
 pub mod plugin;
+#[forbid(unsafe_code)]
 pub mod result;
+#[forbid(unsafe_code)]
 pub mod scan;
+#[forbid(unsafe_code)]
 pub mod targets;
 
-pub use loader::{PluginError, PluginLibrary, PluginSet, ProtocolDesc, ProtocolKind};
+pub use loader::{PluginError, PluginLibrary, PluginOrigin, PluginSet, ProtocolDesc, ProtocolKind};
 pub use result::{Answer, ErrorKind, QueryError, QueryResult};
 pub use scan::{Scan, ScanConfig, ScanEvent, ScanStats, Target};
 

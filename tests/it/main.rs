@@ -12,6 +12,7 @@ mod faults;
 mod fuzz_regressions;
 mod harness;
 mod hostile;
+mod install;
 mod observe;
 mod play;
 mod query_demux;

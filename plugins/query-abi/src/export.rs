@@ -27,8 +27,9 @@ use std::ptr;
 /// Most [`QueryOptions::params`] entries a plugin accepts.
 pub const MAX_PARAMS: usize = 256;
 
-/// Exports a [`QueryEngine`] as a query plugin: emits the static [`PluginApi`] table and the
-/// `bzhead_query_plugin_entry` symbol. Call it exactly once, at the crate root of a `cdylib` crate.
+/// Exports a [`QueryEngine`] as a query plugin: [`declare_query_plugin!`] (the static [`PluginApi`] table) plus
+/// [`export_entry!`] (the `bzhead_query_plugin_entry` symbol). Call it exactly once, at the crate root of a
+/// `cdylib` crate.
 ///
 /// ```ignore
 /// query_abi::export_query_plugin! {
@@ -44,12 +45,34 @@ pub const MAX_PARAMS: usize = 256;
 ///
 /// The table records whether the plugin was built with `panic = "unwind"` ([`crate::FLAG_PANIC_UNWIND`]).
 ///
-/// The entry symbol has one fixed name, so two plugin crates linked into one binary as rlibs collide ("duplicate
-/// symbol"). A build that links several plugins statically (and does not also produce their cdylibs in the same
-/// cargo invocation, where features unify) enables each plugin's `no-entry-symbol` feature and reaches the tables
-/// through their `BZHEAD_QUERY_PLUGIN_API` statics instead. Every plugin crate declares that feature.
+/// The entry symbol has one fixed, unmangled name, so a crate that calls this macro cannot be linked into one
+/// binary next to another such crate. A plugin that should also be linkable into a host (as bzhead links its
+/// bundled plugins) is split in two: a library crate that calls [`declare_query_plugin!`] (the table and a mangled
+/// entry function, nothing unmangled) and a `cdylib` crate of one line, `query_abi::export_entry!(engine_crate)`.
 #[macro_export]
 macro_rules! export_query_plugin {
+    (
+        name: $name:expr,
+        version: $version:expr,
+        engine: $engine:ty,
+        protocols: [ $( $proto:expr ),* $(,)? ] $(,)?
+    ) => {
+        $crate::declare_query_plugin! {
+            name: $name,
+            version: $version,
+            engine: $engine,
+            protocols: [ $( $proto ),* ],
+        }
+        $crate::export_entry!(self);
+    };
+}
+
+/// Declares a plugin's table without exporting any unmangled symbol: the static `BZHEAD_QUERY_PLUGIN_API` (a
+/// [`PluginApi`]) and `pub extern "C" fn query_plugin_entry()`, an [`crate::EntryFn`] returning it. Any number of
+/// crates that call this can be linked into one binary; a host opens each through its entry function exactly as it
+/// opens a loaded plugin's `bzhead_query_plugin_entry`. Same arguments as [`export_query_plugin!`].
+#[macro_export]
+macro_rules! declare_query_plugin {
     (
         name: $name:expr,
         version: $version:expr,
@@ -64,11 +87,24 @@ macro_rules! export_query_plugin {
             if cfg!(panic = "unwind") { $crate::FLAG_PANIC_UNWIND } else { 0 },
         );
 
+        /// This plugin's entry function (a `query_abi::EntryFn`, mangled: safe to link next to other plugins):
+        /// a pointer to its static table.
+        pub extern "C" fn query_plugin_entry() -> *const $crate::PluginApi {
+            &BZHEAD_QUERY_PLUGIN_API
+        }
+    };
+}
+
+/// Exports `bzhead_query_plugin_entry`, the one unmangled symbol of a plugin `cdylib`, returning the table of the
+/// module or crate `$m` (which called [`declare_query_plugin!`]): `query_abi::export_entry!(query_teeworlds);` is
+/// the whole source of the Teeworlds plugin's `cdylib` crate.
+#[macro_export]
+macro_rules! export_entry {
+    ($($m:ident)::+) => {
         /// The plugin's entry point: a pointer to its static `query_abi::PluginApi` table.
-        #[cfg(not(feature = "no-entry-symbol"))]
         #[unsafe(no_mangle)]
         pub extern "C" fn bzhead_query_plugin_entry() -> *const $crate::PluginApi {
-            &BZHEAD_QUERY_PLUGIN_API
+            $($m::)+query_plugin_entry()
         }
     };
 }

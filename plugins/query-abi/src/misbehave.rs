@@ -184,7 +184,6 @@ pub const fn broken_table(how: Broken, protocols: &'static [ProtocolInfo]) -> Pl
 macro_rules! export_broken_plugin {
     (NullTable) => {
         /// Entry point that returns no table.
-        #[cfg(not(feature = "no-entry-symbol"))]
         #[unsafe(no_mangle)]
         pub extern "C" fn bzhead_query_plugin_entry() -> *const $crate::PluginApi {
             ::core::ptr::null()
@@ -199,7 +198,6 @@ macro_rules! export_broken_plugin {
         );
 
         /// Entry point returning the broken table.
-        #[cfg(not(feature = "no-entry-symbol"))]
         #[unsafe(no_mangle)]
         pub extern "C" fn bzhead_query_plugin_entry() -> *const $crate::PluginApi {
             &BZHEAD_QUERY_PLUGIN_API

@@ -221,7 +221,6 @@ fn api() -> &'static PluginApi {
     &BZHEAD_QUERY_PLUGIN_API
 }
 
-#[cfg(not(feature = "no-entry-symbol"))]
 #[test]
 fn the_entry_symbol_returns_the_table() {
     assert!(std::ptr::eq(bzhead_query_plugin_entry(), &BZHEAD_QUERY_PLUGIN_API));

@@ -8,7 +8,7 @@
 pub mod engine;
 pub mod msg;
 
-query_abi::export_query_plugin! {
+query_abi::declare_query_plugin! {
     name: "savage2",
     version: env!("CARGO_PKG_VERSION"),
     engine: engine::Savage2Engine,

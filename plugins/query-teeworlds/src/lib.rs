@@ -11,7 +11,7 @@ pub mod msg;
 #[cfg(test)]
 mod tests;
 
-query_abi::export_query_plugin! {
+query_abi::declare_query_plugin! {
     name: "teeworlds",
     version: env!("CARGO_PKG_VERSION"),
     engine: engine::TeeworldsEngine,
