@@ -7,8 +7,6 @@ The guide is ``docs/python.md`` in the repository.
 
 from __future__ import annotations
 
-import os as _os
-
 from . import _native
 from ._native import (
     BotHost,
@@ -49,11 +47,6 @@ __all__ = [
     "scan",
 ]
 
-# Query plugins shipped inside the package (searched after the CLI's places: plugin_dirs, $BZHEAD_PLUGIN_PATH,
-# beside the executable).
-_PACKAGE_PLUGINS = [_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "plugins")]
-
-
 class Bot:
     """Base class of a bot: override :meth:`tick` (and, if you like, :meth:`on_event`).
 
@@ -87,7 +80,6 @@ def query(
         retries=retries,
         params=list((params or {}).items()),
         plugin_dirs=list(plugin_dirs or []),
-        _package_plugins=_PACKAGE_PLUGINS,
     )
 
 
@@ -122,13 +114,12 @@ def scan(
         retries=retries,
         params=list((params or {}).items()),
         plugin_dirs=list(plugin_dirs or []),
-        _package_plugins=_PACKAGE_PLUGINS,
     )
 
 
 def protocols(plugin_dirs: list | None = None) -> list:
     """The protocols :func:`query` and :func:`scan` know: ``bzflag`` (built in) and every plugin's."""
-    return _native.protocols(list(plugin_dirs or []), _PACKAGE_PLUGINS)
+    return _native.protocols(list(plugin_dirs or []))
 
 
 from . import aim, danger, nav  # noqa: E402  (they use the names above)

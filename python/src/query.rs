@@ -10,19 +10,18 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
+use bzhead::query::loader::{PluginSet, ProtocolKind};
 use bzhead::query::targets::resolve;
 use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
 use bzhead::reactor::Reactor;
 
 use crate::json::loads;
 
-/// The plugin directories searched, as the CLI searches them: `plugin_dirs`, then `$BZHEAD_PLUGIN_PATH`, then
-/// beside the executable; the package's own `plugins` folder (`extra`) comes last.
-fn plugin_set(plugin_dirs: &[PathBuf], extra: &[PathBuf]) -> PluginSet {
-    let mut dirs = search_dirs(plugin_dirs);
-    dirs.extend(extra.iter().filter(|d| d.is_dir()).cloned());
-    PluginSet::load_dirs(&dirs)
+/// The plugins, found as the CLI finds them: the files of `plugin_dirs`, `$BZHEAD_PLUGIN_PATH`, the user's and the
+/// system's plugin directories and beside the executable, then the protocols built into the library (every
+/// bundled game, so a pip-installed package queries them all with no file).
+fn plugin_set(plugin_dirs: &[PathBuf]) -> PluginSet {
+    PluginSet::load_standard(&bzhead::query::loader::plugin_dirs(plugin_dirs))
 }
 
 fn random_seed() -> u64 {
@@ -97,7 +96,7 @@ fn run_scan(py: Python<'_>, set: PluginSet, cfg: ScanConfig, targets: Vec<Target
 
 /// Queries one server; returns its result dict.
 #[pyfunction]
-#[pyo3(signature = (protocol, address, timeout = 1.0, *, retries = 2, params = None, plugin_dirs = Vec::new(), _package_plugins = Vec::new()))]
+#[pyo3(signature = (protocol, address, timeout = 1.0, *, retries = 2, params = None, plugin_dirs = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn query(
     py: Python<'_>,
@@ -107,9 +106,8 @@ pub fn query(
     retries: u32,
     params: Option<Vec<(String, String)>>,
     plugin_dirs: Vec<PathBuf>,
-    _package_plugins: Vec<PathBuf>,
 ) -> PyResult<Py<PyAny>> {
-    let set = plugin_set(&plugin_dirs, &_package_plugins);
+    let set = plugin_set(&plugin_dirs);
     let port = default_port(&set, protocol)?;
     let addr = resolve(address, port).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let cfg = ScanConfig {
@@ -126,7 +124,7 @@ pub fn query(
 
 /// Queries many servers at once (a list, or a master's list); returns every result dict, in input order.
 #[pyfunction]
-#[pyo3(signature = (addresses = None, *, protocol, master = None, master_protocol = "dpmaster", game = None, game_protocol = None, filters = None, rate = 1000, concurrency = 1000, timeout = 1.0, retries = 2, params = None, plugin_dirs = Vec::new(), _package_plugins = Vec::new()))]
+#[pyo3(signature = (addresses = None, *, protocol, master = None, master_protocol = "dpmaster", game = None, game_protocol = None, filters = None, rate = 1000, concurrency = 1000, timeout = 1.0, retries = 2, params = None, plugin_dirs = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -143,12 +141,11 @@ pub fn scan(
     retries: u32,
     params: Option<Vec<(String, String)>>,
     plugin_dirs: Vec<PathBuf>,
-    _package_plugins: Vec<PathBuf>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     if addresses.is_none() && master.is_none() {
         return Err(PyValueError::new_err("scan needs addresses or master="));
     }
-    let set = plugin_set(&plugin_dirs, &_package_plugins);
+    let set = plugin_set(&plugin_dirs);
     let port = default_port(&set, protocol)?;
     if set.protocol(protocol).is_some_and(|d| d.kind == ProtocolKind::Master) {
         return Err(PyValueError::new_err(format!("{protocol} is a master protocol; use it as master_protocol")));
@@ -193,19 +190,16 @@ pub fn scan(
 
 /// The protocols available: bzflag (built in) and every plugin's, with where each came from.
 #[pyfunction]
-#[pyo3(signature = (plugin_dirs = Vec::new(), _package_plugins = Vec::new()))]
-pub fn protocols(
-    py: Python<'_>,
-    plugin_dirs: Vec<PathBuf>,
-    _package_plugins: Vec<PathBuf>,
-) -> PyResult<Vec<Py<PyAny>>> {
-    let set = plugin_set(&plugin_dirs, &_package_plugins);
+#[pyo3(signature = (plugin_dirs = Vec::new()))]
+pub fn protocols(py: Python<'_>, plugin_dirs: Vec<PathBuf>) -> PyResult<Vec<Py<PyAny>>> {
+    let set = plugin_set(&plugin_dirs);
     let mut out = Vec::new();
     let d = pyo3::types::PyDict::new(py);
     d.set_item("name", BZFLAG)?;
     d.set_item("kind", "server")?;
     d.set_item("default_port", BZFLAG_PORT)?;
     d.set_item("plugin", py.None())?;
+    d.set_item("origin", "built in (bzhead)")?;
     out.push(d.into_any().unbind());
     for p in set.plugins() {
         for proto in p.protocols() {
@@ -213,7 +207,8 @@ pub fn protocols(
             d.set_item("name", &proto.name)?;
             d.set_item("kind", if proto.kind == ProtocolKind::Master { "master" } else { "server" })?;
             d.set_item("default_port", proto.default_port)?;
-            d.set_item("plugin", p.path().display().to_string())?;
+            d.set_item("plugin", p.name())?;
+            d.set_item("origin", p.origin().to_string())?;
             out.push(d.into_any().unbind());
         }
     }

@@ -67,11 +67,20 @@ def test_query_of_a_ddnet_server_matches_the_cli(ddnet):
     cli = run_bzhead("query", "teeworlds", ddnet.addr, "--json")
     assert cli.returncode == 0, cli.stdout + cli.stderr
     cli_result = json.loads(cli.stdout)
-    py_result = bzhead.query("teeworlds", ddnet.addr, plugin_dirs=[str(REPO / "target" / "debug")])
+    # The protocol is built into the library: no plugin file is needed (nor found: no plugin_dirs, and the
+    # test's environment has no $BZHEAD_PLUGIN_PATH).
+    py_result = bzhead.query("teeworlds", ddnet.addr)
     assert py_result["ok"] and py_result["name"] == "bzhead python test", py_result
     # Everything but the round-trip time and the random request token of the query.
     assert without(py_result, "ping_ms", "raw") == without(cli_result, "ping_ms", "raw")
     assert without(py_result["raw"], "token") == without(cli_result["raw"], "token"), (py_result["raw"], cli_result["raw"])
+
+
+def test_every_bundled_game_is_built_in():
+    protos = {p["name"]: p for p in bzhead.protocols()}
+    for name in ("bzflag", "teeworlds", "teeworlds7", "quake3", "warsow", "dpmaster", "savage2", "srb2"):
+        assert name in protos, sorted(protos)
+    assert protos["teeworlds"]["origin"].startswith("built in"), protos["teeworlds"]
 
 
 def test_a_server_that_does_not_answer_is_a_timeout_result():
