@@ -248,12 +248,11 @@ impl Inner {
         Ok(())
     }
 
+    /// Every bot has left or stopped (true with no bots: `run()` then has nothing to wait for).
     fn all_done(&self) -> bool {
-        !self.entries.is_empty()
-            && self.entries.iter().all(|e| {
-                matches!(self.host.status(e.id).map(|s| s.state), Some(BotState::Left | BotState::Stopped(_)) | None)
-            })
-            && self.host.is_done()
+        self.entries.iter().all(|e| {
+            matches!(self.host.status(e.id).map(|s| s.state), Some(BotState::Left | BotState::Stopped(_)) | None)
+        }) && self.host.is_done()
     }
 
     /// Every bot leaves; waits up to `LEAVE_WAIT` for them. A second Ctrl-C ends the wait.

@@ -138,3 +138,49 @@ def test_a_bot_whose_tick_raises_is_reported_and_stopped_while_another_plays_on(
 
 def faulty_id(events: list) -> int:
     return next(e["id"] for e in events if e.get("bot_event") == "joined" and e["bot"] == "faulty")
+
+
+CTRL_C_SCRIPT = r"""
+import sys, bzhead
+
+class Idle(bzhead.Bot):
+    def tick(self, view, control):
+        control.drive(0.2, 0.3)
+    def on_event(self, event):
+        if event["bot_event"] == "spawned":
+            print("spawned", flush=True)
+
+host = bzhead.BotHost(game_events=False)
+host.add_bot(sys.argv[1], Idle(), callsign="ctrlc")
+try:
+    host.run()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(0)
+print("run returned", flush=True)
+sys.exit(1)
+"""
+
+
+def test_ctrl_c_makes_the_bots_leave_cleanly(bzfs_factory):
+    import signal
+    import subprocess
+
+    bzfs = bzfs_factory()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_SCRIPT, bzfs.addr], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "spawned", proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and "interrupted" in out, (out, err)
+    # A clean leave (MsgExit), not a dropped connection; the observer link left too.
+    assert bzfs.wait_for_log("Player ctrlc ["), bzfs.log()
+    removed = [line for line in bzfs.log().splitlines() if "removed" in line]
+    assert any("Player ctrlc [" in line and line.endswith(": left") for line in removed), bzfs.log()
+    assert any("Player bzhead-eye [" in line and line.endswith(": left") for line in removed), bzfs.log()
