@@ -23,6 +23,7 @@ use bzhead::observer::{format_t, json_line, Filter};
 
 use crate::json::loads;
 use crate::view::{PyControl, PyView};
+use crate::Unlocked;
 
 /// Host events kept for `events()` (older ones are dropped beyond this; `dropped_events` counts them).
 const MAX_EVENTS: usize = 100_000;
@@ -264,7 +265,8 @@ impl Inner {
             if now >= end {
                 break;
             }
-            self.host.turn(Some((end - now).min(Duration::from_millis(100)))).map_err(os_error)?;
+            let wait = (end - now).min(Duration::from_millis(100));
+            Unlocked(&mut self.host).run(py, |h| h.turn(Some(wait))).map_err(os_error)?;
             self.after_turn(py)?;
             py.check_signals()?;
         }
@@ -427,7 +429,8 @@ impl PyBotHost {
                 }
                 wait = wait.min(d - now);
             }
-            match inner.host.turn(Some(wait)) {
+            // The GIL is released while the loop waits (the bots' ticks take it back).
+            match Unlocked(&mut inner.host).run(py, |h| h.turn(Some(wait))) {
                 Ok(()) => {}
                 // A world that cannot be modelled: that server's bots have stopped (their events say why).
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}

@@ -76,3 +76,21 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
+
+/// Lets a `&mut` of the thread's own event loop into [`Python::allow_threads`], which asks for `Send` only to keep
+/// Python objects from being touched without the GIL.
+pub(crate) struct Unlocked<'a, T>(pub &'a mut T);
+
+// SAFETY: `allow_threads` runs the closure on the calling thread, so the value never changes threads. What it
+// reaches of Python while the GIL is released goes through `Python::with_gil` (the bots' ticks), never around it.
+unsafe impl<T> Send for Unlocked<'_, T> {}
+
+impl<T> Unlocked<'_, T> {
+    /// Runs `f` on the value with the GIL released, so that other Python threads run while the loop waits.
+    pub(crate) fn run<R: Send>(self, py: Python<'_>, f: impl FnOnce(&mut T) -> R + Send) -> R {
+        py.allow_threads(move || {
+            let this = self;
+            f(this.0)
+        })
+    }
+}

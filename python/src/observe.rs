@@ -17,6 +17,7 @@ use bzhead::observer::{json_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 
 use crate::json::loads;
+use crate::Unlocked;
 
 /// How long a leave (after `seconds`, Ctrl-C or `close()`) may take before the session is dropped.
 const LEAVE_WAIT: Duration = Duration::from_secs(3);
@@ -83,7 +84,9 @@ impl Inner {
             for d in [self.deadline, self.leave_by].into_iter().flatten() {
                 wait = wait.min(d.saturating_duration_since(now));
             }
-            self.reactor.turn(Some(wait)).map_err(|e| PyOSError::new_err(format!("the event loop failed: {e}")))?;
+            Unlocked(&mut self.reactor)
+                .run(py, |r| r.turn(Some(wait)))
+                .map_err(|e| PyOSError::new_err(format!("the event loop failed: {e}")))?;
             while let Some((_, at, ev)) = self.reactor.poll_event() {
                 if self.filter.allows(&ev) {
                     self.ready.push_back(json_line(at.saturating_duration_since(self.start), &ev));
@@ -93,7 +96,8 @@ impl Inner {
                 // Ctrl-C: leave cleanly (a second one ends the wait), then raise.
                 self.leave();
                 while !self.reactor.is_done(self.id) && self.leave_by.is_some_and(|d| Instant::now() < d) {
-                    if self.reactor.turn(Some(Duration::from_millis(100))).is_err() || py.check_signals().is_err() {
+                    let turned = Unlocked(&mut self.reactor).run(py, |r| r.turn(Some(Duration::from_millis(100))));
+                    if turned.is_err() || py.check_signals().is_err() {
                         break;
                     }
                 }

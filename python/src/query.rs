@@ -16,6 +16,7 @@ use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
 use bzhead::reactor::Reactor;
 
 use crate::json::loads;
+use crate::Unlocked;
 
 /// The plugins, found as the CLI finds them: the files of `plugin_dirs`, `$BZHEAD_PLUGIN_PATH`, the user's and the
 /// system's plugin directories and beside the executable, then the protocols built into the library (every
@@ -85,8 +86,8 @@ fn run_scan(py: Python<'_>, set: PluginSet, cfg: ScanConfig, targets: Vec<Target
         if reactor.is_scan_done(id) {
             break;
         }
-        reactor
-            .turn(Some(Duration::from_millis(50)))
+        Unlocked(&mut reactor)
+            .run(py, |r| r.turn(Some(Duration::from_millis(50))))
             .map_err(|e| PyOSError::new_err(format!("event loop failed: {e}")))?;
         py.check_signals()?;
     }

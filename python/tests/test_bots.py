@@ -184,3 +184,30 @@ def test_ctrl_c_makes_the_bots_leave_cleanly(bzfs_factory):
     removed = [line for line in bzfs.log().splitlines() if "removed" in line]
     assert any("Player ctrlc [" in line and line.endswith(": left") for line in removed), bzfs.log()
     assert any("Player bzhead-eye [" in line and line.endswith(": left") for line in removed), bzfs.log()
+
+
+def test_other_python_threads_run_while_the_host_waits():
+    import threading
+
+    host = bzhead.BotHost()
+    bid = host.add_bot("127.0.0.1:9", bzhead.Bot(), callsign="nobody")  # nothing listens there: it keeps retrying
+    count = 0
+    stop = threading.Event()
+
+    def spin():
+        nonlocal count
+        while not stop.is_set():
+            count += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        host.run(1.0)
+    finally:
+        stop.set()
+        t.join()
+    # The GIL is released while the loop waits: the thread ran all along (it could not with the GIL held).
+    assert count > 100, count
+    assert host.status(bid)["state"] == "waiting", host.status(bid)
+    assert any(e["type"] == "closed" for e in host.events())  # the observer link could not connect
