@@ -6,7 +6,7 @@
 //! makes the bot leave, while the other bots play on. `KeyboardInterrupt` and `SystemExit` raised in a tick are
 //! not a bot's fault: the loop makes every bot leave cleanly and raises them from `run`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
@@ -33,7 +33,7 @@ const LEAVE_WAIT: Duration = Duration::from_secs(3);
 /// A Python exception of one bot, waiting for the run loop.
 struct Failure {
     /// The bot's index in the host's entries.
-    tag: u64,
+    index: usize,
     error: String,
     traceback: String,
 }
@@ -46,14 +46,39 @@ struct Reports {
     interrupt: Option<PyErr>,
 }
 
+/// The GIL, taken by the first Python bot of a turn (the loop runs without it: see `Unlocked`) and kept until the
+/// turn ends, so that the turn's other bots find it held: one acquire per turn instead of one per bot.
+#[derive(Default)]
+struct TurnGil(Cell<Option<pyo3::ffi::PyGILState_STATE>>);
+
+impl TurnGil {
+    /// Takes the GIL for the rest of the turn (nothing when taken already this turn).
+    fn hold(&self) {
+        if self.0.get().is_none() {
+            // SAFETY: paired with the `PyGILState_Release` of `release`, on this same thread, at the end of the turn.
+            self.0.set(Some(unsafe { pyo3::ffi::PyGILState_Ensure() }));
+        }
+    }
+
+    /// Gives back what `hold` took; called at the end of every turn run without the GIL.
+    fn release(&self) {
+        if let Some(state) = self.0.take() {
+            // SAFETY: the state of this thread's `PyGILState_Ensure` in `hold`, released once.
+            unsafe { pyo3::ffi::PyGILState_Release(state) };
+        }
+    }
+}
+
 /// A Python bot as a Rust [`Bot`].
 struct PyBot {
-    tag: u64,
+    /// Its index in the host's entries.
+    index: usize,
     tick: Py<PyAny>,
     view: Py<PyView>,
     control: Py<PyControl>,
     failed: bool,
     reports: Rc<RefCell<Reports>>,
+    gil: Rc<TurnGil>,
 }
 
 /// The text of a Python exception: its traceback and `Type: message`.
@@ -71,7 +96,7 @@ impl PyBot {
         }
         self.failed = true;
         let (error, traceback) = describe(py, &e);
-        self.reports.borrow_mut().failures.push(Failure { tag: self.tag, error, traceback });
+        self.reports.borrow_mut().failures.push(Failure { index: self.index, error, traceback });
     }
 }
 
@@ -80,6 +105,7 @@ impl Bot for PyBot {
         if self.failed {
             return;
         }
+        self.gil.hold();
         Python::with_gil(|py| {
             let result = {
                 let (v, c) = (self.view.get(), self.control.get());
@@ -112,6 +138,7 @@ struct Inner {
     dropped: u64,
     filter: Option<Filter>,
     reports: Rc<RefCell<Reports>>,
+    gil: Rc<TurnGil>,
     start: Instant,
 }
 
@@ -199,8 +226,7 @@ impl Inner {
                     self.reports.borrow_mut().interrupt.get_or_insert(e);
                 } else {
                     let (error, traceback) = describe(py, &e);
-                    let tag = k as u64;
-                    self.reports.borrow_mut().failures.push(Failure { tag, error, traceback });
+                    self.reports.borrow_mut().failures.push(Failure { index: k, error, traceback });
                 }
             }
         }
@@ -234,7 +260,7 @@ impl Inner {
         }
         let failures = std::mem::take(&mut self.reports.borrow_mut().failures);
         for f in failures {
-            let Ok(k) = usize::try_from(f.tag) else { continue };
+            let k = f.index;
             let Some(e) = self.entries.get_mut(k) else { continue };
             if e.failed {
                 continue; // reported already
@@ -247,6 +273,22 @@ impl Inner {
             self.host.leave_bot(id);
         }
         Ok(())
+    }
+
+    /// One turn of the host with the GIL released while it waits; the bots' ticks take it back (once per turn).
+    fn turn(&mut self, py: Python<'_>, wait: Duration) -> std::io::Result<()> {
+        Unlocked(self).run(py, move |inner| {
+            // Only the host and the turn's GIL are touched here: no Python object without the GIL. The GIL a bot
+            // took is given back before `allow_threads` takes its own back, also when the turn unwinds.
+            struct Release<'a>(&'a TurnGil);
+            impl Drop for Release<'_> {
+                fn drop(&mut self) {
+                    self.0.release();
+                }
+            }
+            let _release = Release(&inner.gil);
+            inner.host.turn(Some(wait))
+        })
     }
 
     /// Every bot has left or stopped (true with no bots: `run()` then has nothing to wait for).
@@ -266,7 +308,7 @@ impl Inner {
                 break;
             }
             let wait = (end - now).min(Duration::from_millis(100));
-            Unlocked(&mut self.host).run(py, |h| h.turn(Some(wait))).map_err(os_error)?;
+            self.turn(py, wait).map_err(os_error)?;
             self.after_turn(py)?;
             py.check_signals()?;
         }
@@ -317,6 +359,7 @@ impl PyBotHost {
                 dropped: 0,
                 filter,
                 reports: Rc::new(RefCell::new(Reports::default())),
+                gil: Rc::new(TurnGil::default()),
                 start: Instant::now(),
             }),
         })
@@ -392,12 +435,13 @@ impl PyBotHost {
         let seed = config.seed;
         let boxed: Box<dyn Bot> = match (tick, &brain) {
             (Some(tick), _) => Box::new(PyBot {
-                tag: k as u64,
+                index: k,
                 tick: tick.unbind(),
                 view: Py::new(py, PyView::new())?,
                 control: Py::new(py, PyControl::new())?,
                 failed: false,
                 reports: Rc::clone(&inner.reports),
+                gil: Rc::clone(&inner.gil),
             }),
             (None, Some(name)) => brains::by_name(name, seed)
                 .ok_or_else(|| PyValueError::new_err(format!("unknown bot kind {name:?}")))?,
@@ -430,7 +474,7 @@ impl PyBotHost {
                 wait = wait.min(d - now);
             }
             // The GIL is released while the loop waits (the bots' ticks take it back).
-            match Unlocked(&mut inner.host).run(py, |h| h.turn(Some(wait))) {
+            match inner.turn(py, wait) {
                 Ok(()) => {}
                 // A world that cannot be modelled: that server's bots have stopped (their events say why).
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
