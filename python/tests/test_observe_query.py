@@ -80,7 +80,7 @@ def test_every_bundled_game_is_built_in():
     protos = {p["name"]: p for p in bzhead.protocols()}
     for name in ("bzflag", "teeworlds", "teeworlds7", "quake3", "warsow", "dpmaster", "savage2", "srb2"):
         assert name in protos, sorted(protos)
-    assert protos["teeworlds"]["origin"].startswith("built in"), protos["teeworlds"]
+    assert "built in" in protos["teeworlds"]["origin"], protos["teeworlds"]
 
 
 def test_a_server_that_does_not_answer_is_a_timeout_result():
