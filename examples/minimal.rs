@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bzhead::bot::{Bot, BotConfig, BotHost, Control, HostConfig, HostEvent, View};
 use bzhead::bzflag::msg::wrap_angle;
-use glam::Vec3;
+use bzhead::Vec3;
 
 /// Our bot's memory between ticks: which way it turns when something blocks the road.
 struct Minimal {

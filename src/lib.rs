@@ -18,7 +18,25 @@
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap layer over these; its exit codes are documented in the
 //! README.
+//!
+//! Vectors in the public API are [`glam`]'s (`Vec2`, `Vec3`, and `Affine3A` in world transforms), re-exported here
+//! ([`Vec2`], [`Vec3`], [`Affine3A`], and the crate itself as [`glam`]) so that users need no `glam` dependency of
+//! their own, nor one of the same version.
+//!
+//! # Stability
+//!
+//! bzhead is 0.x: before 1.0 a minor release (0.1 → 0.2) may change the public API, and the changelog says what
+//! changed. What already holds within 0.x: the exit codes, the JSON shapes (`"v":1` in every line, described by
+//! `docs/schemas/`; fields may be added, none removed or retyped without a new `v`), the plugin ABI
+//! (`query_abi::ABI_VERSION`, checked at load; a change bumps it) and the `--record` file format. Everything else
+//! (module layout, type and function names, which internals are public) may still move; `docs/stability.md` lists
+//! what is expected to.
 #![warn(missing_docs)]
+
+/// The `glam` crate bzhead's public API uses.
+pub use glam;
+/// Vectors and transforms of the public API (from [`glam`]).
+pub use glam::{Affine3A, Vec2, Vec3};
 
 #[forbid(unsafe_code)]
 pub mod bot;

@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const LIBS: [&str; 4] = ["query_teeworlds", "query_quake3", "query_savage2", "query_srb2"];
+const LIBS: [&str; 4] = ["bzhead_teeworlds", "bzhead_quake3", "bzhead_savage2", "bzhead_srb2"];
 
 fn plugin_dir() -> PathBuf {
     std::env::var_os("BZHEAD_FUZZ_PLUGIN_DIR")

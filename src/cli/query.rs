@@ -166,7 +166,7 @@ fn unknown_protocol(set: &PluginSet, protocol: &str, dirs: &PluginDirs) -> Strin
     known.extend(set.protocol_names());
     let mut msg = format!("unknown protocol {protocol:?}; known: {}", known.join(", "));
     let searched: Vec<String> = plugin_dirs(&dirs.plugin_dir).iter().map(|d| d.path.display().to_string()).collect();
-    msg += &format!("\n  plugin directories searched: {}", searched.join(", "));
+    msg += &format!("\n  plugin directories searched: {}, then the built-in plugins", searched.join(", "));
     for e in set.errors() {
         msg += &format!("\n  not loaded: {e}");
     }

@@ -274,7 +274,7 @@ pub enum PluginOrigin {
 impl fmt::Display for PluginOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PluginOrigin::BuiltIn { crate_name } => write!(f, "built in ({crate_name})"),
+            PluginOrigin::BuiltIn { crate_name } => write!(f, "built in: {crate_name}"),
             PluginOrigin::File { path, dir: None } => write!(f, "{}", path.display()),
             PluginOrigin::File { path, dir: Some(d) } => write!(f, "{}, {}", path.display(), d.source.label()),
         }
@@ -494,7 +494,26 @@ pub fn untrusted_owner_or_mode(owner: u32, mode: u32, euid: u32) -> Option<Strin
 pub fn check_file(path: &Path) -> Result<(), PluginError> {
     let unsafe_file = |reason: String| PluginError::UnsafeFile { path: path.to_path_buf(), reason };
     let link = std::fs::symlink_metadata(path).map_err(|e| unsafe_file(format!("cannot read its metadata: {e}")))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let euid = effective_uid();
+        if link.file_type().is_symlink() && link.uid() != euid && link.uid() != 0 {
+            return Err(unsafe_file(format!(
+                "a symbolic link owned by uid {}, not by you (uid {euid}) or root",
+                link.uid()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = link;
     let meta = std::fs::metadata(path).map_err(|e| unsafe_file(format!("cannot read its metadata: {e}")))?;
+    check_metadata(path, &meta)
+}
+
+/// The file-type, owner and mode rules of [`check_file`] on `meta` (of the file itself, symbolic links followed).
+fn check_metadata(path: &Path, meta: &std::fs::Metadata) -> Result<(), PluginError> {
+    let unsafe_file = |reason: String| PluginError::UnsafeFile { path: path.to_path_buf(), reason };
     let ft = meta.file_type();
     if !ft.is_file() {
         let what = if ft.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
@@ -503,21 +522,31 @@ pub fn check_file(path: &Path) -> Result<(), PluginError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions and cannot fail (POSIX).
-        let euid = unsafe { libc::geteuid() };
-        if link.file_type().is_symlink() && link.uid() != euid && link.uid() != 0 {
-            return Err(unsafe_file(format!(
-                "a symbolic link owned by uid {}, not by you (uid {euid}) or root",
-                link.uid()
-            )));
-        }
-        if let Some(reason) = untrusted_owner_or_mode(meta.uid(), meta.mode(), euid) {
+        if let Some(reason) = untrusted_owner_or_mode(meta.uid(), meta.mode(), effective_uid()) {
             return Err(unsafe_file(reason));
         }
     }
-    #[cfg(not(unix))]
-    let _ = link;
     Ok(())
+}
+
+#[cfg(unix)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail (POSIX).
+    unsafe { libc::geteuid() }
+}
+
+/// Opens `path` as a library after [`check_file`] accepted it.
+///
+/// The check and the load both go by path, so someone who can rename files in the plugin directory could swap
+/// the file in between; the directories are the user's own (or root's) to keep. Loading through an open
+/// descriptor (`/proc/self/fd/N`) would close that gap, but the dynamic loader recognises libraries by that name
+/// and would hand back an earlier plugin loaded through a descriptor of the same number.
+fn open_library(path: &Path) -> Result<Library, PluginError> {
+    // SAFETY: loading a library runs its initialisers; plugins come from directories the user chose (or the
+    // directory of bzhead itself), which is the trust boundary of any plugin host, and the file passed
+    // `check_file` (nobody but the user or root can have written it). We pass an explicit path.
+    unsafe { Library::new(path) }
+        .map_err(|e| PluginError::NotALibrary { path: path.to_path_buf(), detail: e.to_string() })
 }
 
 /// Loads and checks one plugin file. Nothing of the plugin runs except its library initialisers and the entry
@@ -529,11 +558,7 @@ pub fn load_file(path: &Path) -> Result<PluginLibrary, PluginError> {
 fn load_file_from(path: &Path, dir: Option<&SearchDir>) -> Result<PluginLibrary, PluginError> {
     check_file(path)?;
     let path_buf = path.to_path_buf();
-    // SAFETY: loading a library runs its initialisers; plugins come from directories the user chose (or the
-    // directory of bzhead itself), which is the trust boundary of any plugin host, and the file passed
-    // `check_file` (nobody but the user or root can have written it). We pass an explicit path.
-    let library = unsafe { Library::new(path) }
-        .map_err(|e| PluginError::NotALibrary { path: path_buf.clone(), detail: e.to_string() })?;
+    let library = open_library(path)?;
     // SAFETY: the symbol's type is the ABI's `EntryFn` (no arguments, returns a pointer); a plugin that exports the
     // name with another type breaks the ABI contract, which no host can detect.
     let entry: EntryFn = match unsafe { library.get::<EntryFn>(ENTRY_SYMBOL_NUL) } {
@@ -677,6 +702,13 @@ impl PluginSet {
         let mut set = PluginSet::load_search_dirs(dirs);
         set.add_builtins();
         set
+    }
+
+    /// What a plain `bzhead` offers: the plugin files of the standard directories ([`plugin_dirs`] with no
+    /// `--plugin-dir`: `$BZHEAD_PLUGIN_PATH`, the user's and the system's plugin directories, beside the
+    /// executable), then the built-in plugins.
+    pub fn standard() -> PluginSet {
+        PluginSet::load_standard(&plugin_dirs(&[]))
     }
 
     /// Only the plugins built into this program.
@@ -843,6 +875,58 @@ mod tests {
             assert!(set.plugin_for(proto).is_some(), "{proto} is built in");
         }
         assert!(set.shadowed().is_empty(), "{:?}", set.shadowed());
+    }
+
+    /// A built-in with a broken table is refused by the same checks as a file, named `built-in:<crate>`.
+    #[test]
+    fn a_builtin_goes_through_the_same_table_checks() {
+        use query_abi::PluginApi;
+        fn altered(f: impl Fn(&mut PluginApi)) -> PluginApi {
+            let t = &query_srb2::BZHEAD_QUERY_PLUGIN_API;
+            let mut a = PluginApi {
+                abi_version: t.abi_version,
+                struct_size: t.struct_size,
+                flags: t.flags,
+                name: t.name,
+                version: t.version,
+                protocols: t.protocols,
+                protocols_len: t.protocols_len,
+                create: t.create,
+                destroy: t.destroy,
+                on_datagram: t.on_datagram,
+                on_timeout: t.on_timeout,
+                next_deadline_ms: t.next_deadline_ms,
+            };
+            f(&mut a);
+            a
+        }
+        // Each entry is called once by this test; the leaked table lives as long as a real plugin's static one.
+        extern "C" fn wrong_abi() -> *const PluginApi {
+            Box::leak(Box::new(altered(|a| a.abi_version += 1)))
+        }
+        extern "C" fn short() -> *const PluginApi {
+            Box::leak(Box::new(altered(|a| a.struct_size -= 8)))
+        }
+        extern "C" fn no_fn() -> *const PluginApi {
+            Box::leak(Box::new(altered(|a| a.on_timeout = None)))
+        }
+        extern "C" fn null() -> *const PluginApi {
+            std::ptr::null()
+        }
+        use super::super::builtin::Builtin;
+        let cases: [(EntryFn, fn(&PluginError) -> bool); 4] = [
+            (wrong_abi, |e| matches!(e, PluginError::WrongAbiVersion { .. })),
+            (short, |e| matches!(e, PluginError::ShortTable { .. })),
+            (no_fn, |e| matches!(e, PluginError::MissingFunction { function: "on_timeout", .. })),
+            (null, |e| matches!(e, PluginError::NullTable { .. })),
+        ];
+        for (entry, is) in cases {
+            let err = load_builtin(&Builtin { crate_name: "broken-builtin", entry }).unwrap_err();
+            assert!(is(&err), "{err:?}");
+            assert!(err.to_string().starts_with("built-in:broken-builtin: "), "{err}");
+        }
+        let ok = load_builtin(&Builtin { crate_name: "bzhead-query-srb2", entry: query_srb2::query_plugin_entry });
+        assert_eq!(ok.unwrap().origin(), &PluginOrigin::BuiltIn { crate_name: "bzhead-query-srb2" });
     }
 
     #[test]

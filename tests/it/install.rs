@@ -93,7 +93,8 @@ fn cargo_install_gives_a_bzhead_that_queries_every_bundled_protocol_with_no_plug
     }
     let text = run_as_user(&bin, home.path(), &["plugins"]);
     assert!(text.success(), "{}", text.describe());
-    for needle in ["built in (bzhead-query-teeworlds)", "built in (bzhead-query-quake3)", "then the plugins built into"]
+    for needle in
+        ["(built in: bzhead-query-teeworlds)", "(built in: bzhead-query-quake3)", "then the plugins built into"]
     {
         assert!(text.stdout.contains(needle), "no {needle:?} in:\n{}", text.stdout);
     }
@@ -151,6 +152,13 @@ fn the_broken_test_plugins_are_never_found_by_a_normal_bzhead() {
     let text = v.to_string();
     for needle in ["misbehave", "panic-on-create", "broken"] {
         assert!(!text.contains(needle), "a normal bzhead lists {needle:?}: {v}");
+    }
+    // Beside the development binary (target/<profile>, where a workspace build leaves every cdylib) there is
+    // nothing but the bundled plugins: a new test plugin must be an rlib built by support/plugins.rs, like these.
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(0), "{v}");
+    for p in v["plugins"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap_or_default();
+        assert!(BUNDLED.iter().any(|(b, _)| *b == name), "a normal bzhead finds plugin {name:?}: {p}");
     }
     let out = run_as_user(&bin, home.path(), &["query", "panic-on-create", "127.0.0.1:1"]);
     assert_eq!(out.code, Some(2), "{}", out.describe());

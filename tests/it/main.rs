@@ -20,4 +20,5 @@ mod query_host;
 mod query_master;
 mod query_servers;
 mod reactor;
+mod schemas;
 mod world;

@@ -27,8 +27,8 @@ use std::ptr;
 /// Most [`QueryOptions::params`] entries a plugin accepts.
 pub const MAX_PARAMS: usize = 256;
 
-/// Exports a [`QueryEngine`] as a query plugin: [`declare_query_plugin!`] (the static [`PluginApi`] table) plus
-/// [`export_entry!`] (the `bzhead_query_plugin_entry` symbol). Call it exactly once, at the crate root of a
+/// Exports a [`QueryEngine`] as a query plugin: [`crate::declare_query_plugin!`] (the static [`PluginApi`] table) plus
+/// [`crate::export_entry!`] (the `bzhead_query_plugin_entry` symbol). Call it exactly once, at the crate root of a
 /// `cdylib` crate.
 ///
 /// ```ignore
@@ -47,7 +47,7 @@ pub const MAX_PARAMS: usize = 256;
 ///
 /// The entry symbol has one fixed, unmangled name, so a crate that calls this macro cannot be linked into one
 /// binary next to another such crate. A plugin that should also be linkable into a host (as bzhead links its
-/// bundled plugins) is split in two: a library crate that calls [`declare_query_plugin!`] (the table and a mangled
+/// bundled plugins) is split in two: a library crate that calls [`crate::declare_query_plugin!`] (the table and a mangled
 /// entry function, nothing unmangled) and a `cdylib` crate of one line, `query_abi::export_entry!(engine_crate)`.
 #[macro_export]
 macro_rules! export_query_plugin {
@@ -70,7 +70,7 @@ macro_rules! export_query_plugin {
 /// Declares a plugin's table without exporting any unmangled symbol: the static `BZHEAD_QUERY_PLUGIN_API` (a
 /// [`PluginApi`]) and `pub extern "C" fn query_plugin_entry()`, an [`crate::EntryFn`] returning it. Any number of
 /// crates that call this can be linked into one binary; a host opens each through its entry function exactly as it
-/// opens a loaded plugin's `bzhead_query_plugin_entry`. Same arguments as [`export_query_plugin!`].
+/// opens a loaded plugin's `bzhead_query_plugin_entry`. Same arguments as [`crate::export_query_plugin!`].
 #[macro_export]
 macro_rules! declare_query_plugin {
     (
@@ -96,7 +96,7 @@ macro_rules! declare_query_plugin {
 }
 
 /// Exports `bzhead_query_plugin_entry`, the one unmangled symbol of a plugin `cdylib`, returning the table of the
-/// module or crate `$m` (which called [`declare_query_plugin!`]): `query_abi::export_entry!(query_teeworlds);` is
+/// module or crate `$m` (which called [`crate::declare_query_plugin!`]): `query_abi::export_entry!(query_teeworlds);` is
 /// the whole source of the Teeworlds plugin's `cdylib` crate.
 #[macro_export]
 macro_rules! export_entry {

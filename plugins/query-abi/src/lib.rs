@@ -49,6 +49,12 @@
 //!
 //! The engine is tested as plain Rust with [`collect::Collector`] as its sink.
 //!
+//! The crate is published as `bzhead-query-abi`; its library is called `query_abi`
+//! (`query-abi = { package = "bzhead-query-abi", version = "0.1" }` or `bzhead-query-abi = "0.1"` both give
+//! `query_abi::...`). A plugin that a host should also be able to link in, as bzhead links its bundled ones, calls
+//! [`declare_query_plugin!`] in its library crate instead and makes its file with a one-line `cdylib` crate,
+//! [`export_entry!`]`(its_library)`.
+//!
 //! # Result shape
 //!
 //! The host turns the reports of one query into `{"v":1,"protocol","address","ok","ping_ms","name","map",
