@@ -86,8 +86,19 @@ class Steady(bzhead.Bot):
         control.drive(0.3, 0.2)
         for p in view.players:
             self.seen_players.add(p.callsign)
-        assert view.var("_tankSpeed") is not None
+        assert view.var("_tankSpeed") is not None and view.var("_noSuchVariable") is None
         assert view.world.size > 0
+        # Every part of the view answers with plain values.
+        me = view.me
+        assert me.callsign == "steady" and len(me.pos) == 3 and isinstance(me.azimuth, float)
+        assert view.game_type in ("team_ffa", "ctf", "open_ffa", "rabbit")
+        assert isinstance(view.flags, list) and isinstance(view.shots, list) and isinstance(view.enemies(), list)
+        assert view.world.ground_height(me.pos[:2]) >= 0.0
+        assert isinstance(view.world.line_of_sight(me.pos, (0.0, 0.0, 1.0)), bool)
+        assert isinstance(bzhead.danger.threats(view, 1.0), list)
+        if self.ticks == 5:
+            path = bzhead.nav.path_to(view, (0.0, 0.0))
+            assert path is None or (len(path) >= 2 and len(path[0]) == 2), path
 
     def on_event(self, event):
         self.events.append(event)
