@@ -174,7 +174,7 @@ fn team_of(s: &str) -> PyResult<Team> {
 }
 
 fn seconds(name: &str, s: f64) -> PyResult<Duration> {
-    if s.is_finite() && s >= 0.0 && s < 1.0e9 {
+    if (0.0..1.0e9).contains(&s) {
         Ok(Duration::from_secs_f64(s))
     } else {
         Err(PyValueError::new_err(format!("{name} must be a finite number of seconds >= 0")))
