@@ -73,3 +73,36 @@ def test_the_scan_example_lists_a_server(bzfs_factory):
     assert out.returncode == 0, out.stderr
     assert bzfs.addr in out.stdout and "1 of 2 answered" in out.stderr, (out.stdout, out.stderr)
     assert run_bzhead("--version").returncode == 0
+
+
+def test_the_minimal_example_plays_and_leaves_on_ctrl_c(bzfs_factory):
+    import signal
+
+    bzfs = bzfs_factory()
+    example = REPO / "python" / "examples" / "minimal.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(example), bzfs.addr, "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        seen = []
+        while not (any("minimal1: spawned" in s for s in seen) and any("minimal2: spawned" in s for s in seen)):
+            line = proc.stdout.readline()
+            assert line, (seen, proc.stderr.read())
+            seen.append(line)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    import time
+
+    def removed() -> list:
+        return [line for line in bzfs.log().splitlines() if "removed" in line and "minimal" in line]
+
+    deadline = time.monotonic() + 10
+    while len(removed()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    removed = removed()
+    assert len(removed) == 2 and all(line.endswith(": left") for line in removed), bzfs.log()
