@@ -1,0 +1,255 @@
+"""Real peers for the Python tests: bzfs from /usr/games (Debian's bzflag-server), the bzhead CLI built by
+`cargo build` (target/debug/bzhead, or $BZHEAD_BIN), on free loopback ports. A missing program fails the test
+with what to install; nothing is skipped."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BZFS = "/usr/games/bzfs"
+WAIT = 10.0
+
+PING_REQUEST = bytes([0x00, 0x02, 0x04, 0x04, 0x00, 0x00])
+PING_REPLY_PREFIX = bytes([0x00, 0x38, 0x03, 0x03]) + b"BZFS"
+
+
+def usable_udp_port(port: int) -> bool:
+    """bzfs on a little-endian host ignores UDP from source ports whose low byte is 0..3."""
+    return port & 0xFF > 3
+
+
+def free_port() -> int:
+    """A loopback port free for both TCP and UDP (and usable for BZFlag's UDP)."""
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+            t.bind(("127.0.0.1", 0))
+            port = t.getsockname()[1]
+            if not usable_udp_port(port):
+                continue
+            try:
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                    u.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port")
+
+
+def udp_socket() -> socket.socket:
+    for _ in range(100):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        if usable_udp_port(s.getsockname()[1]):
+            return s
+        s.close()
+    raise RuntimeError("no usable UDP source port")
+
+
+class Bzfs:
+    """A bzfs on 127.0.0.1 (debug log kept); killed by `stop()` or the fixture."""
+
+    def __init__(self, *args: str, ready_timeout: float = 15.0):
+        if not os.access(BZFS, os.X_OK):
+            pytest.fail(f"{BZFS} is missing: run scripts/install-peers (or ./test), which installs bzflag-server")
+        self.port = free_port()
+        self.cmd = [BZFS, "-i", "127.0.0.1", "-p", str(self.port), *args, "-d", "-d"]
+        self.proc = subprocess.Popen(
+            self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._wait_ready(ready_timeout)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            with self._lock:
+                self._lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        ping = udp_socket()
+        ping.settimeout(0.1)
+        try:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    pytest.fail(f"{self.cmd} exited with {self.proc.returncode}:\n{self.log()}")
+                try:
+                    ping.sendto(PING_REQUEST, ("127.0.0.1", self.port))
+                    data, _ = ping.recvfrom(1024)
+                    if data.startswith(PING_REPLY_PREFIX):
+                        return
+                except OSError:
+                    time.sleep(0.05)
+            pytest.fail(f"{self.cmd} was not ready within {timeout} s:\n{self.log()}")
+        finally:
+            ping.close()
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        with self._lock:
+            return "\n".join(self._lines)
+
+    def wait_for_log(self, pattern: str, timeout: float = WAIT) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pattern in self.log():
+                return True
+            time.sleep(0.05)
+        return pattern in self.log()
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._reader.join(timeout=2)
+        return self.log()
+
+
+@pytest.fixture
+def bzfs_factory():
+    servers: list[Bzfs] = []
+
+    def start(*args: str) -> Bzfs:
+        s = Bzfs(*args)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def bzhead_bin() -> str:
+    """The CLI: $BZHEAD_BIN, else target/debug/bzhead (./test builds it before the Python step)."""
+    path = os.environ.get("BZHEAD_BIN") or str(REPO / "target" / "debug" / "bzhead")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path} is missing: run `cargo build` first (./test does)")
+    return path
+
+
+def run_bzhead(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [bzhead_bin(), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_python(code: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter of the test's virtual environment."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def udp_bound(port: int) -> bool:
+    """True once some socket is bound to UDP `port` (read from /proc/net/udp, no probe datagram)."""
+    try:
+        with open("/proc/net/udp") as f:
+            next(f)
+            return any(int(line.split()[1].split(":")[1], 16) == port for line in f)
+    except OSError:
+        return False
+
+
+class GameServer:
+    """A DDNet server on 127.0.0.1 (Debian ddnet-server), registering with no master, with a throwaway HOME."""
+
+    def __init__(self, tmp_path: Path, name: str):
+        program = "/usr/games/DDNet-Server"
+        if not os.access(program, os.X_OK):
+            pytest.fail(f"{program} is missing: run scripts/install-peers (or ./test), which installs ddnet-server")
+        self.port = free_port()
+        args = [
+            f"sv_port {self.port}",
+            "sv_ipv4only 1",
+            "bindaddr 127.0.0.1",
+            "sv_register 0",
+            f'sv_name "{name}"',
+            "sv_max_clients_per_ip 64",
+        ]
+        env = dict(os.environ, HOME=str(tmp_path))
+        self.proc = subprocess.Popen(
+            [program, *args],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not udp_bound(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"DDNet-Server did not start on port {self.port}")
+            time.sleep(0.05)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def ddnet(tmp_path):
+    server = GameServer(tmp_path, "bzhead python test")
+    yield server
+    server.stop()
+
+
+class Bzadmin:
+    """bzadmin as a witness of what the server tells every player (kills: "*** 'V' destroyed by 'K'.")."""
+
+    def __init__(self, callsign: str, addr: str):
+        program = "/usr/games/bzadmin"
+        if not os.access(program, os.X_OK):
+            pytest.fail(f"{program} is missing: run scripts/install-peers (or ./test), which installs bzflag-server")
+        self.proc = subprocess.Popen(
+            [program, "-ui", "stdboth", f"{callsign}@{addr}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            with self._lock:
+                self._lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def output(self) -> str:
+        with self._lock:
+            return "\n".join(self._lines)
+
+    def wait_for(self, pattern: str, timeout: float = WAIT) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pattern in self.output():
+                return True
+            time.sleep(0.05)
+        return pattern in self.output()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
