@@ -290,8 +290,10 @@ fn play(host: &mut BotHost, obs: SessionId, until: Instant, mut done: impl FnMut
 /// observer of the process froze for the whole build (the longest turn was the build time).
 #[test]
 fn a_world_that_takes_seconds_to_model_does_not_stall_the_other_sessions_of_the_process() {
-    // Safety limit for the longest turn: the design bound is 50 ms; a debug build on a loaded machine gets slack.
-    const TURN_LIMIT: Duration = Duration::from_millis(250);
+    // Safety limit for the longest turn: the design bound is 50 ms (17 ms measured on a quiet machine), but turns
+    // are timed on the wall clock, and on a machine with a load average of 10 the loop's thread is descheduled for
+    // hundreds of milliseconds at a time (333 ms seen). Before the fix the longest turn was the whole build.
+    const TURN_LIMIT: Duration = Duration::from_secs(1);
     let dir = TempDir::new("hostile-stall");
     let bzfs = Bzfs::builder().world(crate::bots::open_world(&dir, 100)).start();
     let mut host = BotHost::new(HostConfig::default()).expect("host");
