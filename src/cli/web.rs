@@ -212,11 +212,10 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
         }
         let now = Instant::now();
         let mut printed = false;
-        for si in 0..servers.len() {
-            if servers[si].retry_at.is_some_and(|t| t <= now) && !left {
-                servers[si].retry_at = None;
-                if !connect(&mut reactor, &mut view, si, &mut servers[si], false) {
-                    let s = &mut servers[si];
+        for (si, s) in servers.iter_mut().enumerate() {
+            if s.retry_at.is_some_and(|t| t <= now) && !left {
+                s.retry_at = None;
+                if !connect(&mut reactor, &mut view, si, s, false) {
                     let (attempt, delay) = s.backoff.failed(now);
                     s.retry_at = Some(now + delay);
                     view.set_status(&mut reactor, si, Status::Reconnecting);
