@@ -123,7 +123,6 @@ def test_a_bot_whose_tick_raises_is_reported_and_stopped_while_another_plays_on(
         assert bzfs.wait_for_log("Player faulty [", 5), bzfs.log()
         events += run_until(host, 15, lambda evs: any(e.get("bot_event") == "left" and e["bot"] == "faulty" for e in evs))
         assert any(e.get("bot_event") == "left" and e["bot"] == "faulty" for e in events), events
-        assert bzfs.wait_for_log("Player faulty", 5)
         before, faulty_ticks = steady.ticks, faulty.ticks
         host.run(2.0)
         assert steady.ticks >= before + 20, (before, steady.ticks)
@@ -133,7 +132,7 @@ def test_a_bot_whose_tick_raises_is_reported_and_stopped_while_another_plays_on(
         assert ss["state"] == "joined" and not ss["failed"], ss
         assert "faulty" in steady.seen_players
         assert any(e["bot_event"] == "joined" for e in steady.events), steady.events
-        assert f"Player faulty [{faulty_id(events)}] removed" in bzfs.log(), bzfs.log()
+        assert bzfs.wait_for_log(f"Player faulty [{faulty_id(events)}] removed"), bzfs.log()
         assert "steady" in bzfs.log() and "Player steady" in bzfs.log()
         assert not any("Player steady" in line and "removed" in line for line in bzfs.log().splitlines())
         # A view kept past its tick refuses to be read.
@@ -220,7 +219,8 @@ def test_other_python_threads_run_while_the_host_waits():
     finally:
         stop.set()
         t.join()
-    # The GIL is released while the loop waits: the thread ran all along (it could not with the GIL held).
-    assert count > 100, count
+    # The GIL is released while the loop waits: the thread ran all along (about a thousand rounds on a quiet
+    # machine; with the GIL held through the wait it could not run at all).
+    assert count > 20, count
     assert host.status(bid)["state"] == "waiting", host.status(bid)
     assert any(e["type"] == "closed" for e in host.events())  # the observer link could not connect
