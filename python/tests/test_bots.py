@@ -96,6 +96,10 @@ class Steady(bzhead.Bot):
         assert view.world.ground_height(me.pos[:2]) >= 0.0
         assert isinstance(view.world.line_of_sight(me.pos, (0.0, 0.0, 1.0)), bool)
         assert isinstance(bzhead.danger.threats(view, 1.0), list)
+        control.grab = False
+        assert control.grab is False and abs(control.speed - 0.3) < 0.02  # drive() rounds to 1/64
+        if self.ticks == 3:
+            control.say("hello from python")
         if self.ticks == 5:
             path = bzhead.nav.path_to(view, (0.0, 0.0))
             assert path is None or (len(path) >= 2 and len(path[0]) == 2), path
@@ -131,6 +135,7 @@ def test_a_bot_whose_tick_raises_is_reported_and_stopped_while_another_plays_on(
         assert fs["failed"] and fs["state"] == "left", fs
         assert ss["state"] == "joined" and not ss["failed"], ss
         assert "faulty" in steady.seen_players
+        assert bzfs.wait_for_log("-> All: hello from python"), bzfs.log()
         assert any(e["bot_event"] == "joined" for e in steady.events), steady.events
         assert bzfs.wait_for_log(f"Player faulty [{faulty_id(events)}] removed"), bzfs.log()
         assert "steady" in bzfs.log() and "Player steady" in bzfs.log()
