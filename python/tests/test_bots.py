@@ -96,6 +96,10 @@ class Steady(bzhead.Bot):
         assert view.world.ground_height(me.pos[:2]) >= 0.0
         assert isinstance(view.world.line_of_sight(me.pos, (0.0, 0.0, 1.0)), bool)
         assert isinstance(bzhead.danger.threats(view, 1.0), list)
+        control.grab = False
+        assert control.grab is False and abs(control.speed - 0.3) < 0.02  # drive() rounds to 1/64
+        if self.ticks == 3:
+            control.say("hello from python")
         if self.ticks == 5:
             path = bzhead.nav.path_to(view, (0.0, 0.0))
             assert path is None or (len(path) >= 2 and len(path[0]) == 2), path
@@ -123,7 +127,6 @@ def test_a_bot_whose_tick_raises_is_reported_and_stopped_while_another_plays_on(
         assert bzfs.wait_for_log("Player faulty [", 5), bzfs.log()
         events += run_until(host, 15, lambda evs: any(e.get("bot_event") == "left" and e["bot"] == "faulty" for e in evs))
         assert any(e.get("bot_event") == "left" and e["bot"] == "faulty" for e in events), events
-        assert bzfs.wait_for_log("Player faulty", 5)
         before, faulty_ticks = steady.ticks, faulty.ticks
         host.run(2.0)
         assert steady.ticks >= before + 20, (before, steady.ticks)
@@ -132,8 +135,9 @@ def test_a_bot_whose_tick_raises_is_reported_and_stopped_while_another_plays_on(
         assert fs["failed"] and fs["state"] == "left", fs
         assert ss["state"] == "joined" and not ss["failed"], ss
         assert "faulty" in steady.seen_players
+        assert bzfs.wait_for_log("-> All: hello from python"), bzfs.log()
         assert any(e["bot_event"] == "joined" for e in steady.events), steady.events
-        assert f"Player faulty [{faulty_id(events)}] removed" in bzfs.log(), bzfs.log()
+        assert bzfs.wait_for_log(f"Player faulty [{faulty_id(events)}] removed"), bzfs.log()
         assert "steady" in bzfs.log() and "Player steady" in bzfs.log()
         assert not any("Player steady" in line and "removed" in line for line in bzfs.log().splitlines())
         # A view kept past its tick refuses to be read.
@@ -220,7 +224,8 @@ def test_other_python_threads_run_while_the_host_waits():
     finally:
         stop.set()
         t.join()
-    # The GIL is released while the loop waits: the thread ran all along (it could not with the GIL held).
-    assert count > 100, count
+    # The GIL is released while the loop waits: the thread ran all along (about a thousand rounds on a quiet
+    # machine; with the GIL held through the wait it could not run at all).
+    assert count > 20, count
     assert host.status(bid)["state"] == "waiting", host.status(bid)
     assert any(e["type"] == "closed" for e in host.events())  # the observer link could not connect

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import bzhead
 from conftest import REPO, run_bzhead
@@ -24,6 +25,8 @@ def test_observe_yields_the_events_of_the_cli_json_lines(bzfs_factory):
     cli = run_bzhead("observe", "--json", "--no-cache", "--for", "1.5", bzfs.addr)
     assert cli.returncode == 0, cli.stderr
     cli_events = [json.loads(line) for line in cli.stdout.splitlines()]
+    # The server has let the CLI's observer go (its slot and the team sizes are as before it joined).
+    assert bzfs.wait_for_log("Player bzhead [0] removed"), bzfs.log()
     py_events = list(bzhead.observe(bzfs.addr, seconds=1.5, cache=False))
     assert cli_events, cli.stdout
     # The same events with the same contents; only the times differ, and the UDP link may come up a little
@@ -34,7 +37,11 @@ def test_observe_yields_the_events_of_the_cli_json_lines(bzfs_factory):
     assert all(isinstance(e["t"], float) for e in py_events)
     kinds = [e["type"] for e in py_events]
     assert "world" in kinds and "accept" in kinds and kinds[-1] == "closed", kinds
-    assert bzfs.wait_for_log("Player bzhead [0] removed"), bzfs.log()
+    # The Python observer left cleanly too.
+    deadline = time.monotonic() + 10
+    while bzfs.log().count("Player bzhead [0] removed") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert bzfs.log().count("Player bzhead [0] removed at") == 2 and bzfs.log().count(": left") >= 2, bzfs.log()
 
 
 def test_observe_shows_what_is_asked(bzfs_factory):
