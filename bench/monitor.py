@@ -102,7 +102,7 @@ def main():
                 continue
             cpus.append(cpu_of(p.pid))
             rss = rss_kib(p.pid)
-            time.sleep(0.5)  # the round's batch is written by then (its commit time is below)
+            time.sleep(1.0)  # the round's batch is written by then
             sizes.append(db_bytes(db))
             rounds.append(v)
         p.wait()
@@ -112,7 +112,10 @@ def main():
         later = per_round[2:] or per_round[1:] or per_round
         later_avg = sum(later) / len(later)
         answered = [r["answered"] for r in rounds]
-        growth = [b - a_ for a_, b in zip(sizes, sizes[1:])] or sizes
+        # The same for the file: from the size after round 2 on (round 1's servers, stints and events are written
+        # once).
+        steady = sizes[1:] if len(sizes) >= 3 else sizes
+        growth = [b - a_ for a_, b in zip(steady, steady[1:])] or sizes
         grow_avg = sum(growth) / len(growth)
         servers = len(fleet)
 
@@ -154,7 +157,8 @@ def main():
         print("| monitor CPU per server per round | %.1f µs |" % per_server_us)
         print("| resident memory after the last round | %.1f MiB (%.0f bytes per tracked server) |"
               % (rss / 1024, rss_per_server))
-        print("| database growth per round | %.2f MiB (%.0f bytes per server) |" % (grow_avg / 2**20, grow_avg / servers))
+        print("| database file after each round | %s MiB |" % ", ".join("%.1f" % (x / 2**20) for x in sizes))
+        print("| database growth per steady round | %.2f MiB (%.0f bytes per server) |" % (grow_avg / 2**20, grow_avg / servers))
         print("| database bytes per server per day | %.0f KiB at 60 s, %.0f KiB at 300 s |" % (bpsd_60 / 1024, bpsd_300 / 1024))
         print("| 100,000 servers every 300 s would need | %.2f cores, %.0f MiB resident, %.1f GiB for 7 days of samples |"
               % (cores, mem_mib, disk_gib_7d))
