@@ -14,6 +14,9 @@ use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::cache::WorldCache;
+use bzhead::netwatch::{
+    link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
+};
 use bzhead::observer::{json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 use bzhead::text::for_terminal;
@@ -72,8 +75,13 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct ObserveArgs {
-    /// Server, HOST[:PORT] (port 5154 by default).
-    server: String,
+    /// Server, HOST[:PORT] (port 5154 by default). Several only with --web: one observer each, on one event loop.
+    #[arg(required = true, num_args = 1.., value_name = "SERVER")]
+    servers: Vec<String>,
+    /// Also serve the live web view (map, scoreboard, kill feed, chat; `/api/state?server=N`) on ADDR:PORT, or on
+    /// 127.0.0.1:PORT for a bare PORT. The URL is printed on stderr; the events still go to stdout.
+    #[arg(long, value_name = "ADDR")]
+    web: Option<String>,
     /// Callsign to join with.
     #[arg(long, default_value = "bzhead")]
     callsign: String,
@@ -126,6 +134,18 @@ struct ObserveArgs {
     /// observer the game time at least every 10 s); 0 never.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = bzhead::args::float(0.0, 86_400.0))]
     idle_timeout: f64,
+    /// Every this many seconds print each player's network figures: updates per second, arrival jitter,
+    /// dead-reckoning error (p50, p95, max), lag (from the server's /lagstats, asked for a little before), out of
+    /// order and missing updates, time since the last update, and why the player is flagged, if it is ("netstats"
+    /// JSON lines, or "--- net" text lines); 0 never.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    netstats: f64,
+    /// When the server goes away (closes, restarts, stops answering for --idle-timeout, or shuts down), come back
+    /// with back-off (0.5 s doubling to 30 s), keeping the output and filters; prints "reconnecting" and
+    /// "reconnected" lines. A kick with a reason, a reject or /quit still ends the command. --record covers the
+    /// first connection only.
+    #[arg(long)]
+    reconnect: bool,
 }
 
 #[derive(Subcommand)]
@@ -243,7 +263,14 @@ fn observe(a: ObserveArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let addr = match resolve(&a.server, DEFAULT_PORT) {
+    if let Some(web) = &a.web {
+        return cli::web::observe_web(&a, web, &filter, a.reconnect);
+    }
+    if a.servers.len() > 1 {
+        eprintln!("bzhead: several servers need --web (one observer each, on one event loop)");
+        return exit::USAGE;
+    }
+    let addr = match resolve(&a.servers[0], DEFAULT_PORT) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("bzhead: {e}");
@@ -279,7 +306,13 @@ fn observe(a: ObserveArgs) -> u8 {
             return exit::CONNECT;
         }
     };
+    let mut id = id;
     let start = reactor.started(id).unwrap_or_else(Instant::now);
+    let mut net_clock = NetstatsClock::new(secs(a.netstats), start);
+    // With --reconnect: each observer's back-off, and when its next connect is due.
+    let mut backoff = vec![Reconnect::new(); count as usize];
+    let mut pending: Vec<Option<Instant>> = vec![None; count as usize];
+    let mut left_while_away = false;
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
     // With --count: the other observers, connected one after another. `observers[k - 1]` is observer k's session
     // once it has connected; `next_connect` is when the next one does.
@@ -330,6 +363,9 @@ fn observe(a: ObserveArgs) -> u8 {
         if !left && observers.len() < target {
             wait = wait.min(next_connect.saturating_duration_since(now));
         }
+        for due in pending.iter().flatten().copied().chain(net_clock.as_ref().map(NetstatsClock::deadline)) {
+            wait = wait.min(due.saturating_duration_since(now));
+        }
         if let Err(e) = reactor.turn(Some(wait)) {
             eprintln!("bzhead: event loop failed: {e}");
             return exit::PROTOCOL;
@@ -352,6 +388,45 @@ fn observe(a: ObserveArgs) -> u8 {
             }
             left = true;
         }
+        if left {
+            // Leaving (/quit, --for, a signal) while the first observer waits to come back is a clean end.
+            left_while_away |= pending.first().is_some_and(Option::is_some);
+            pending.iter_mut().for_each(|p| *p = None);
+        }
+        let mut printed = false;
+        for k in 1..=observers.len() {
+            let now = Instant::now();
+            if pending[k - 1].is_none_or(|due| now < due) {
+                continue;
+            }
+            pending[k - 1] = None;
+            reactor.remove_session(observers[k - 1]);
+            // (`..default()`: other options may be added to SessionOptions.)
+            #[allow(clippy::needless_update)]
+            let options = SessionOptions {
+                record: None,
+                cache: world_cache(a.no_cache, a.cache_dir.clone()),
+                ..SessionOptions::default()
+            };
+            match reactor.add_session(addr, config_for(k as u32), options) {
+                Ok(o) => {
+                    observers[k - 1] = o;
+                    if k == 1 {
+                        id = o;
+                    }
+                }
+                Err(e) => {
+                    let (attempt, delay) = backoff[k - 1].failed(now);
+                    pending[k - 1] = Some(now + delay);
+                    if k == 1 {
+                        let why = format!("cannot connect to {addr}: {e}");
+                        let t = now.saturating_duration_since(start);
+                        let _ = writeln!(out, "{}", reconnecting_line(t, a.json, attempt, delay, &why));
+                        printed = true;
+                    }
+                }
+            }
+        }
         while !left && observers.len() < target && Instant::now() >= next_connect {
             let k = observers.len() as u32 + 1;
             let options = SessionOptions { record: None, cache: world_cache(a.no_cache, a.cache_dir.clone()) };
@@ -367,8 +442,44 @@ fn observe(a: ObserveArgs) -> u8 {
             }
             next_connect += stagger;
         }
-        let mut printed = false;
         while let Some((sid, at, ev)) = reactor.poll_event() {
+            if a.reconnect && !left {
+                let k = observers.iter().position(|&o| o == sid).map_or(0, |i| i + 1);
+                match &ev {
+                    Event::Closed { .. } if k > 0 => {
+                        let end = reactor.session(sid).and_then(|s| s.end().cloned());
+                        if let Some(end) = end.filter(|e| backoff[k - 1].comes_back(e, at)) {
+                            let (attempt, delay) = backoff[k - 1].failed(at);
+                            pending[k - 1] = Some(at + delay);
+                            if k == 1 {
+                                // The first end of a streak is printed; the failed attempts after it only as
+                                // "reconnecting" lines.
+                                if attempt == 1 {
+                                    print(&mut out, at, &ev);
+                                }
+                                let t = at.saturating_duration_since(start);
+                                let _ =
+                                    writeln!(out, "{}", reconnecting_line(t, a.json, attempt, delay, &end.to_string()));
+                                printed = true;
+                            }
+                            continue;
+                        }
+                    }
+                    Event::Accept { .. } if k > 0 => {
+                        if let Some((attempt, down)) = backoff[k - 1].joined(at) {
+                            if k == 1 {
+                                print(&mut out, at, &ev);
+                                let t = at.saturating_duration_since(start);
+                                let _ = writeln!(out, "{}", reconnected_line(t, a.json, attempt, down));
+                                printed = true;
+                                continue;
+                            }
+                        }
+                    }
+                    Event::Chat { from: player::SERVER, .. } if k > 0 => backoff[k - 1].heard_server_text(at),
+                    _ => {}
+                }
+            }
             if count > 1 {
                 let k = observers.iter().position(|&o| o == sid).map_or(0, |i| i as u32 + 1);
                 if let (Event::Accept { id: player_id }, true) = (&ev, k > 0) {
@@ -405,13 +516,36 @@ fn observe(a: ObserveArgs) -> u8 {
             print(&mut out, at, &ev);
             printed = true;
         }
+        while let Some(clock) = net_clock.as_mut() {
+            let now = Instant::now();
+            match clock.poll(now) {
+                NetstatsDue::Nothing => break,
+                NetstatsDue::AskLag => reactor.request_lag_stats(id),
+                NetstatsDue::Print => {
+                    if let Some(s) = reactor.session(id).filter(|s| s.is_joined()) {
+                        let t = now.saturating_duration_since(start);
+                        let _ = writeln!(out, "{}", link_line(s, now, t, a.json));
+                        for line in netstats_lines(s, now, t, a.json) {
+                            let _ = writeln!(out, "{line}");
+                            printed = true;
+                        }
+                    }
+                }
+            }
+        }
         // One write per turn: lines reach a pipe (or a terminal) as they happen.
         if printed {
             let _ = out.flush();
         }
-        if observers.iter().all(|&o| reactor.is_done(o)) && (left || observers.len() >= target) {
+        if observers.iter().all(|&o| reactor.is_done(o))
+            && (left || observers.len() >= target)
+            && pending.iter().all(Option::is_none)
+        {
             break;
         }
+    }
+    if left_while_away {
+        return other_code;
     }
     if let Some(end) = reactor.session(id).and_then(|s| s.end()) {
         if end.exit_code() != 0 {

@@ -307,7 +307,11 @@ pub fn replay_session(meta: &Meta, records: &[Record]) -> (Vec<(Duration, Event)
             Kind::Leave => s.leave(now),
             Kind::Chat => {
                 if let Some((&to, text)) = rec.data.split_first() {
-                    s.send_chat(to, &String::from_utf8_lossy(text));
+                    if to == crate::bzflag::consts::player::SERVER && text == b"/lagstats" {
+                        s.request_lag_stats(now);
+                    } else {
+                        s.send_chat(to, &String::from_utf8_lossy(text));
+                    }
                 }
             }
             Kind::TcpOut | Kind::UdpOut | Kind::Meta => {}

@@ -21,6 +21,7 @@ pub mod event;
 pub mod flight;
 pub mod game;
 pub mod msg;
+pub mod netstats;
 pub mod play;
 pub mod query;
 pub mod session;

@@ -3,6 +3,7 @@
 pub mod bot;
 pub mod monitor;
 pub mod query;
+pub mod web;
 
 /// Ctrl-C, SIGTERM and SIGHUP: each sends its number on the returned channel and wakes the reactor through `waker`,
 /// so the command can leave cleanly (MsgExit) instead of dropping its connections; a second signal exits at once

@@ -209,6 +209,28 @@ impl Reactor {
         self.conns.get(id.0).map(|c| &c.session)
     }
 
+    /// A session's per-player network diagnostics ([`Session::net_stats`]), read in place (no copy of the
+    /// engine): `reactor.net_stats(id).map(|n| n.snapshot(Instant::now()))`.
+    pub fn net_stats(&self, id: SessionId) -> Option<&crate::bzflag::netstats::NetStats> {
+        self.conns.get(id.0).map(|c| c.session.net_stats())
+    }
+
+    /// Asks a session's server for `/lagstats` ([`Session::request_lag_stats`]); the reply feeds
+    /// [`Reactor::net_stats`].
+    pub fn request_lag_stats(&mut self, id: SessionId) {
+        let now = Instant::now();
+        if let Some(c) = self.conns.get_mut(id.0) {
+            if let Some(r) = &mut c.recorder {
+                // Replayed as the same request (a chat record to the server saying exactly "/lagstats").
+                let mut d = vec![crate::bzflag::consts::player::SERVER];
+                d.extend_from_slice(b"/lagstats");
+                r.record(Kind::Chat, now, &d);
+            }
+            c.session.request_lag_stats(now);
+        }
+        self.pump(id.0, now);
+    }
+
     /// When the session was added (its recording's time zero).
     pub fn started(&self, id: SessionId) -> Option<Instant> {
         self.conns.get(id.0).map(|c| c.started)

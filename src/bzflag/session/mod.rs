@@ -29,6 +29,7 @@ use super::consts::{
 use super::event::{Event, FlagEvent, QueryPlayer};
 use super::game::Game;
 use super::msg::{datagram_frames, describe_code, Abbv, ClientMsg, FrameBuffer, Message, ServerMsg};
+use super::netstats::NetStats;
 
 /// How often expired shots are dropped from [`Game::shots`].
 const PRUNE_EVERY: Duration = Duration::from_millis(250);
@@ -285,7 +286,18 @@ pub struct Session {
     idle_timeout: Option<Duration>,
     /// When the last whole message arrived (TCP or UDP).
     last_heard: Option<Instant>,
+    /// Per-player network figures, fed by every player update.
+    netstats: NetStats,
+    /// Until when server lines that read like a `/lagstats` reply answer our [`Session::request_lag_stats`].
+    lagstats_until: Option<Instant>,
+    /// The server refused us `/lagstats` (no permission): not asked again.
+    lagstats_denied: bool,
+    /// When the `/lagstats` awaiting its first reply line was sent (for [`NetStats::command_rtt_ms`]).
+    lagstats_asked: Option<Instant>,
 }
+
+/// How long after [`Session::request_lag_stats`] the reply's lines are taken (and not reported as chat).
+pub const LAGSTATS_REPLY_WINDOW: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Default)]
 struct QueryAnswer {
@@ -320,6 +332,10 @@ impl Session {
             query: None,
             idle_timeout,
             last_heard: None,
+            netstats: NetStats::new(),
+            lagstats_until: None,
+            lagstats_denied: false,
+            lagstats_asked: None,
         }
     }
 
@@ -360,6 +376,11 @@ impl Session {
     /// The world hash (32 hex digits) the server announced.
     pub fn world_hash(&self) -> Option<&str> {
         self.world_hash.as_deref()
+    }
+    /// Per-player network diagnostics (update rate, jitter, dead-reckoning error, lag): see
+    /// [`super::netstats`]. Read it with [`NetStats::snapshot`] or [`NetStats::player`] at the current time.
+    pub fn net_stats(&self) -> &NetStats {
+        &self.netstats
     }
     /// Protocol warnings so far (malformed messages skipped, unknown codes, ...).
     pub fn warnings(&self) -> u64 {
@@ -554,6 +575,22 @@ impl Session {
         } else {
             self.transmits.push_back(Transmit { channel: Channel::Tcp, bytes });
         }
+    }
+
+    /// Asks the server for `/lagstats` (every human player's lag and jitter as bzfs measures them, observers
+    /// included). The reply's lines, for [`LAGSTATS_REPLY_WINDOW`], feed [`Session::net_stats`] instead of being
+    /// reported as chat. Does nothing unless joined, or once the server has refused it (bzfs answers "You do not
+    /// have permission to run the lagstats command" when the `lagStats` permission is taken from players; that
+    /// answer is taken too, once).
+    pub fn request_lag_stats(&mut self, now: Instant) {
+        if self.state != State::Joined || self.lagstats_denied {
+            return;
+        }
+        // Addressed to the server (bzfs runs a command whoever it is sent to): a `/lagstats` the user typed goes to
+        // everybody, and a recording tells the two apart (see `record::replay`).
+        self.send_tcp(&ClientMsg::Message { to: player::SERVER, text: "/lagstats".into() });
+        self.lagstats_until = Some(now + LAGSTATS_REPLY_WINDOW);
+        self.lagstats_asked = Some(now);
     }
 
     /// Once joined, end the session ([`SessionEnd::Timeout`], exit code 6) when no whole message arrives from the
@@ -770,6 +807,28 @@ impl Session {
         self.on_message(now, msg, via_udp);
     }
 
+    /// A server line to us while a `/lagstats` reply is awaited: its lines feed [`Session::net_stats`], a refusal
+    /// stops the asking; true when the line was taken (it is then not reported as chat).
+    fn take_lagstats_reply(&mut self, now: Instant, to: u8, text: &str) -> bool {
+        if self.lagstats_until.is_none_or(|t| now > t) || Some(to) != self.game.my_id {
+            return false;
+        }
+        let game = &self.game;
+        let id_of = |name: &str| game.players.values().find(|p| p.callsign == name).map(|p| p.id);
+        if self.netstats.on_server_text(now, text, game.my_id, id_of) {
+            if let Some(asked) = self.lagstats_asked.take() {
+                self.netstats.on_command_answer(asked, now);
+            }
+            return true;
+        }
+        if text.starts_with("You do not have permission to run the lagstats command") {
+            self.lagstats_denied = true;
+            self.lagstats_until = None;
+            return true;
+        }
+        false
+    }
+
     fn on_query_message(&mut self, msg: ServerMsg) {
         use ServerMsg as M;
         let q = self.query.get_or_insert_with(Default::default);
@@ -810,6 +869,11 @@ impl Session {
         if self.state == State::Querying {
             self.on_query_message(msg);
             return;
+        }
+        if let M::Message { from: player::SERVER, to, text, .. } = &msg {
+            if self.take_lagstats_reply(now, *to, text) {
+                return;
+            }
         }
         match msg {
             // ---- handshake
@@ -873,6 +937,7 @@ impl Session {
                 for (n, v) in &vars {
                     self.game.vars.set(n, v);
                 }
+                self.netstats.set_vars(&self.game.vars);
                 self.events.push_back(Event::SetVar { count, vars });
             }
             M::TeamUpdate { teams } => {
@@ -890,10 +955,12 @@ impl Session {
                 p.team_kills = team_kills;
                 p.callsign = callsign.clone();
                 p.motto = motto.clone();
+                self.netstats.on_join(id);
                 self.events.push_back(Event::Join { id, callsign, team, player_type, motto, wins, losses, team_kills });
             }
             M::RemovePlayer { id } => {
                 let callsign = self.game.players.remove(&id).map(|p| p.callsign).unwrap_or_default();
+                self.netstats.on_leave(id);
                 self.game.shots.retain(|(s, _), _| *s != id);
                 self.events.push_back(Event::Leave { id, callsign });
             }
@@ -964,16 +1031,20 @@ impl Session {
                 }
             }
             M::GrabFlag { player, index, flag } => {
+                self.netstats.on_flag(player, Some(&flag.abbv.as_string()));
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Grab { player, callsign, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
             M::DropFlag { player, index, flag } => {
+                self.netstats.on_flag(player, None);
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Drop { player, callsign, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
             M::TransferFlag { from, to, index, flag } => {
+                self.netstats.on_flag(from, None);
+                self.netstats.on_flag(to, Some(&flag.abbv.as_string()));
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 self.events.push_back(Event::Transfer { from, to, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
@@ -1007,6 +1078,7 @@ impl Session {
                 p.paused = false;
                 p.spawn = Some((pos, azimuth));
                 p.last_update = None;
+                self.netstats.on_spawn(id);
                 let callsign = self.game.name_of(id);
                 self.events.push_back(Event::Spawn { id, callsign, pos, azimuth });
             }
@@ -1033,6 +1105,7 @@ impl Session {
                 });
             }
             M::Teleport { player, from, to } => {
+                self.netstats.on_teleport(player);
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::Teleport { player, callsign, from, to });
             }
@@ -1047,6 +1120,9 @@ impl Session {
                 self.events.push_back(Event::AutoPilot { player, callsign, on });
             }
             M::PlayerUpdate(u) => {
+                if self.game.players.contains_key(&u.id) {
+                    self.netstats.on_update(now, &u);
+                }
                 let accepted = match self.game.players.get_mut(&u.id) {
                     Some(p) => {
                         let newer = p.last_update.is_none_or(|(last, _)| u.order > last.order);
