@@ -89,7 +89,8 @@ fn team_words(t: Team) -> String {
 }
 
 fn flag_words(a: Abbv) -> String {
-    let s = a.as_string();
+    // Two bytes from the server: `ESC c` alone resets a terminal.
+    let s = strip_control(&a.as_string());
     match flag_name(&s) {
         Some(n) if a.is_team_flag() => format!("the {n} flag"),
         Some(n) => format!("{n} ({s})"),
@@ -151,7 +152,13 @@ pub fn text_line(e: &Event) -> String {
             -1 => "--- the countdown is paused".into(),
             s => format!("--- {s} seconds left"),
         },
-        Event::Flag(f) => format!("--- flag #{} {} {} at {}", f.index, f.abbv, f.status.name(), pos(f.pos)),
+        Event::Flag(f) => format!(
+            "--- flag #{} {} {} at {}",
+            f.index,
+            strip_control(&f.abbv.to_string()),
+            f.status.name(),
+            pos(f.pos)
+        ),
         Event::Grab { callsign, flag, .. } => {
             format!("*** '{}' grabbed {}.", strip_control(callsign), flag_words(flag.abbv))
         }
@@ -222,7 +229,7 @@ pub fn text_line(e: &Event) -> String {
         Event::QueryResult { game, players, .. } => {
             format!("--- query: game type {}, {} player(s)", game.game_type, players.len())
         }
-        Event::Closed { reason, .. } => format!("--- {reason}"),
+        Event::Closed { reason, .. } => format!("--- {}", strip_control(reason)),
     }
 }
 

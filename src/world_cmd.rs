@@ -117,7 +117,8 @@ pub fn run(args: WorldArgs) -> u8 {
             match fetch(addr, cache, secs(args.timeout)) {
                 Ok(f) => (f.blob, f.hash),
                 Err(e) => {
-                    eprintln!("bzhead: {e}");
+                    // The error may quote the server (a reject reason).
+                    eprintln!("bzhead: {}", crate::text::for_terminal(&e.to_string()));
                     return e.code;
                 }
             }
@@ -152,7 +153,14 @@ pub fn run(args: WorldArgs) -> u8 {
         s.push('\n');
         s
     } else {
-        report::summary(&model, &hash, blob.len())
+        // Names in the summary come from the world file: each line through the terminal filter.
+        let summary = report::summary(&model, &hash, blob.len());
+        let mut clean = String::with_capacity(summary.len());
+        for line in summary.lines() {
+            clean.push_str(&crate::text::for_terminal(line));
+            clean.push('\n');
+        }
+        clean
     };
     let mut out = std::io::stdout().lock();
     // A closed stdout (`| head`) is not an error worth reporting.

@@ -309,7 +309,8 @@ fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {
         BotEvent::Left => "left".to_string(),
         BotEvent::Stopped { reason } => format!("stopped: {reason}"),
     };
-    format!("*** {name}: {what}")
+    // Reasons (kicks, rejects, disconnects) and flag names come from the server.
+    format!("*** {name}: {}", bzhead::text::for_terminal(&what))
 }
 
 fn summary(host: &BotHost, names: &[(BotId, String)], elapsed: Duration) {

@@ -32,7 +32,11 @@
 //! * **Isolation**: a plugin that panics, reports invalid data, floods, or busy-loops on timeouts fails its own
 //!   query with [`ErrorKind::Plugin`]; its instance is destroyed and every other query goes on.
 //! * **Masters**: a target with [`Target::expand`] is a master query; each server it lists becomes a new target
-//!   (deduplicated) with the expansion's protocol.
+//!   (deduplicated) with the expansion's protocol, if [`ScanConfig::master_policy`] takes it (no special-use
+//!   address, a few ports per host: [`super::filter`]; the drops are counted in [`ScanStats`] and in the master's
+//!   answer), and its query may send at most [`entry_budget`]. Targets added with [`Scan::add_target`] are trusted.
+//! * **Tokens**: with [`ScanConfig::seed`] 0 (the default) each query's seed and random bytes come from the
+//!   operating system's random source, drawn in batches; see `docs/scanning.md`.
 
 use std::cmp::Reverse;
 use std::collections::{hash_map, BinaryHeap, HashMap, HashSet, VecDeque};
@@ -1301,15 +1305,10 @@ impl Scan {
 
 /// Random bytes from the operating system, drawn [`RandomPool::BATCH`] queries' worth at a time (one `getrandom`
 /// call per batch instead of one per query).
+#[derive(Default)]
 struct RandomPool {
     buf: Vec<u8>,
     used: usize,
-}
-
-impl Default for RandomPool {
-    fn default() -> Self {
-        RandomPool { buf: Vec::new(), used: 0 }
-    }
 }
 
 impl RandomPool {

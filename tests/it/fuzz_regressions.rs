@@ -50,10 +50,12 @@ fn cstrs(fields: &[&str]) -> Vec<u8> {
 /// export layer of `query_abi` now cuts text at that limit.
 #[test]
 fn quake3_latin1_name_longer_than_the_hosts_text_limit() {
-    let r = query("quake3", &[("query", "info")], |_| {
+    let r = query("quake3", &[("query", "info")], |req| {
         let mut d = b"\xff\xff\xff\xffinfoResponse\n\\hostname\\".to_vec();
         d.extend([0xe9; 40_000]);
-        d.extend(b"\\mapname\\q3dm1\\clients\\0\\sv_maxclients\\8");
+        d.extend(b"\\mapname\\q3dm1\\clients\\0\\sv_maxclients\\8\\challenge\\");
+        // The request's challenge (`getinfo CHALLENGE`), echoed: a reply without it is refused.
+        d.extend(req.rsplit(|&b| b == b' ').next().unwrap_or_default());
         vec![d]
     });
     let a = answer(&r);
