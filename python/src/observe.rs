@@ -167,7 +167,7 @@ pub fn observe(
     };
     let mut reactor = Reactor::new().map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
     let id = reactor
-        .add_session(addr, config, SessionOptions { record: None, cache })
+        .add_session(addr, config, SessionOptions { record: None, cache, ..SessionOptions::default() })
         .map_err(|e| PyOSError::new_err(format!("cannot connect to {addr}: {e}")))?;
     let start = reactor.started(id).unwrap_or_else(Instant::now);
     Ok(PyObserver {

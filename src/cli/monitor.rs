@@ -534,7 +534,11 @@ fn serve_http(
                 let param = |k: &str| request.query_param(k);
                 match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
                     Routed::Response(r) => {
-                        reactor.http_respond(conn, &Response::new(r.status, r.content_type, r.body));
+                        let mut resp = Response::new(r.status, r.content_type, r.body);
+                        if r.content_type.starts_with("text/html") {
+                            resp = resp.with_header("Content-Security-Policy", api::PAGE_CSP);
+                        }
+                        reactor.http_respond(conn, &resp);
                     }
                     Routed::Events { after } => {
                         reactor.http_stream(conn, &sse_head(2000));

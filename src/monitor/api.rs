@@ -28,6 +28,11 @@ pub const MAX_HISTORY_POINTS: usize = 60;
 
 /// The page, embedded.
 pub const PAGE: &str = include_str!("page.html");
+/// The page's script, embedded (served apart, so that the page's policy allows no inline script).
+pub const SCRIPT: &str = include_str!("page.js");
+/// The page's Content-Security-Policy: scripts and data from this server only, no inline script.
+pub const PAGE_CSP: &str =
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:";
 
 /// An answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +85,11 @@ pub fn route(
         "/" | "/index.html" => {
             ApiResponse { status: 200, content_type: "text/html; charset=utf-8", body: PAGE.as_bytes().to_vec() }
         }
+        "/app.js" => ApiResponse {
+            status: 200,
+            content_type: "application/javascript; charset=utf-8",
+            body: SCRIPT.as_bytes().to_vec(),
+        },
         "/metrics" => ApiResponse {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",

@@ -12,7 +12,7 @@
 //!   ([`Monitor::committed`]), so an id the feed has sent is never reused after a restart; a round the writer had
 //!   to drop publishes its events too (they are then not in the database).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use serde_json::json;
@@ -121,7 +121,9 @@ pub struct Counters {
 #[derive(Debug)]
 pub struct Monitor {
     config: MonitorConfig,
-    servers: BTreeMap<(String, String), Server>,
+    servers: HashMap<(String, String), Server>,
+    /// The servers' keys in order (for the API).
+    order: BTreeSet<(String, String)>,
     next_event_id: u64,
     published: VecDeque<EventRow>,
     unpublished: VecDeque<(u64, Vec<EventRow>)>,
@@ -143,7 +145,8 @@ impl Monitor {
     pub fn new(config: MonitorConfig) -> Monitor {
         Monitor {
             config,
-            servers: BTreeMap::new(),
+            servers: HashMap::new(),
+            order: BTreeSet::new(),
             next_event_id: 1,
             published: VecDeque::new(),
             unpublished: VecDeque::new(),
@@ -172,6 +175,7 @@ impl Monitor {
             let key = (row.protocol.clone(), row.address.clone());
             let history = loaded.history.remove(&key).unwrap_or_default().into_iter().map(Compact::new).collect();
             let present = present.remove(&key).unwrap_or_default();
+            m.order.insert(key.clone());
             m.servers.insert(
                 key,
                 Server {
@@ -194,7 +198,7 @@ impl Monitor {
 
     /// The tracked servers, by (protocol, address).
     pub fn servers(&self) -> impl Iterator<Item = &Server> + '_ {
-        self.servers.values()
+        self.order.iter().filter_map(|k| self.servers.get(k))
     }
 
     /// One server.
@@ -209,7 +213,14 @@ impl Monitor {
             .get(name)
             .into_iter()
             .flatten()
-            .map(|((p, a), &(f, l))| (p.as_str(), a.as_str(), f, l))
+            .map(|((p, a), &(f, l))| {
+                // While the name is there, it was last seen in the server's last round.
+                let l = match self.servers.get(&(p.clone(), a.clone())) {
+                    Some(s) if s.present.iter().any(|(n, _)| n == name) => l.max(s.row.last_seen),
+                    _ => l,
+                };
+                (p.as_str(), a.as_str(), f, l)
+            })
             .collect();
         v.sort_by(|a, b| b.3.cmp(&a.3).then(a.1.cmp(b.1)));
         v
@@ -288,8 +299,12 @@ impl Monitor {
         let t = self.round_t;
         let key = (r.protocol.clone(), r.address.to_string());
         let round = self.round;
-        let is_new = !self.servers.contains_key(&key);
-        let mut s = self.servers.remove(&key).unwrap_or_else(|| Server {
+        let existing = self.servers.remove(&key);
+        let is_new = existing.is_none();
+        if is_new {
+            self.order.insert(key.clone());
+        }
+        let mut s = existing.unwrap_or_else(|| Server {
             row: ServerRow {
                 protocol: key.0.clone(),
                 address: key.1.clone(),
@@ -376,6 +391,7 @@ impl Monitor {
         self.event("server_down", &s.row, json!({"error": s.error}));
         let t = self.round_t;
         for (name, first) in std::mem::take(&mut s.present) {
+            self.note_player(&name, key, first, s.row.last_ok.max(first).min(t));
             self.event("player_left", &s.row, json!({"player": name, "reason": "server_down"}));
             self.batch.sightings.push(Sighting {
                 name,
@@ -397,7 +413,6 @@ impl Monitor {
                 s.sightings_written = t;
             }
             for (n, first) in &s.present {
-                self.note_player(n, key, *first, t);
                 if refresh {
                     self.batch.sightings.push(Sighting {
                         name: n.clone(),
@@ -434,6 +449,7 @@ impl Monitor {
             self.event("player_joined", &s.row, json!({"player": n}));
         }
         for (n, first) in left {
+            self.note_player(&n, key, first, t);
             self.event("player_left", &s.row, json!({"player": n}));
             self.batch.sightings.push(Sighting {
                 name: n,
@@ -451,7 +467,9 @@ impl Monitor {
             s.sightings_written = t;
         }
         for (n, first) in &now_present {
-            self.note_player(n, key, *first, t);
+            if *first == t {
+                self.note_player(n, key, t, t);
+            }
             if !refresh && *first != t {
                 continue;
             }
