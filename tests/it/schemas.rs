@@ -11,6 +11,8 @@ use bzhead::bot::BotEvent;
 use bzhead::bzflag::consts::{FlagStatus, PlayerStatus, PlayerType, Team};
 use bzhead::bzflag::event::{Event, FlagEvent, QueryPlayer};
 use bzhead::bzflag::msg::{Abbv, FiringInfo, GameSettings, PlayerUpdate, QueryGameInfo, TeamInfo};
+use bzhead::bzflag::netstats::{DrError, PlayerNet};
+use bzhead::netwatch;
 use bzhead::observer::json_line;
 use serde_json::Value;
 
@@ -19,8 +21,9 @@ use crate::support::gameservers::GameServer;
 use crate::support::plugins::{plugin_dir_with, MISBEHAVE_PLUGINS, REAL_PLUGINS};
 use crate::support::{run_bzhead, Bzadmin, Bzfs, RunOutput, TempDir, WAIT};
 
-/// Line types the command line prints besides the engine's events (`bzhead bot`, `observe --count`).
-const CLI_TYPES: &[&str] = &["bot", "observer_joined", "all_joined"];
+/// Line types the command line prints besides the engine's events (`bzhead bot`, `observe --count`,
+/// `observe --netstats`, `observe --reconnect`).
+const CLI_TYPES: &[&str] = &["bot", "observer_joined", "all_joined", "netstats", "link", "reconnecting", "reconnected"];
 
 fn schema_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas").join(format!("{name}.schema.json"))
@@ -172,8 +175,35 @@ fn the_event_schema_lists_every_event_type() {
         line.as_object_mut().unwrap().extend(body);
         v.check(&line);
     }
+    // The lines of `observe --netstats` and `--reconnect`, as `bzhead::netwatch` prints them (the real run below
+    // sees netstats and link lines; a reconnection is left to tests/it/netstats.rs).
+    let net = PlayerNet {
+        id: 3,
+        updates_per_s: 3.4,
+        jitter_ms: None,
+        dr_error: DrError { p50: Some(0.05), p95: None, max: Some(1.25), samples: 51 },
+        lag_ms: Some(3.0),
+        server_jitter_ms: None,
+        server_loss_pct: Some(0.0),
+        updates: 55,
+        out_of_order: 0,
+        missing: 1,
+        since_last_ms: None,
+        flagged: Some("warping".into()),
+    };
+    let t = std::time::Duration::from_millis(2500);
+    for line in [
+        netwatch::netstats_json_line(t, "hunter3", Team::Purple, &net),
+        netwatch::reconnecting_line(t, true, 2, std::time::Duration::from_millis(1000), "connection reset"),
+        netwatch::reconnected_line(t, true, 2, std::time::Duration::from_millis(4321)),
+    ] {
+        let line: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        v.check(&line);
+    }
     // And the schema is not a rubber stamp.
     for bad in [
+        r#"{"v":1,"t":0.1,"type":"link","lag_ms":1.0,"command_rtt_ms":null}"#,
+        r#"{"v":1,"t":0.1,"type":"reconnecting","attempt":0,"in_ms":500,"reason":"x"}"#,
         r#"{"v":1,"t":0.1,"type":"no_such_event"}"#,
         r#"{"v":1,"t":0.1,"type":"chat","from":253}"#,
         r#"{"v":1,"t":0.1,"type":"hello","id":300}"#,
@@ -331,12 +361,26 @@ fn observer_bot_and_replay_json_of_a_real_game_validates() {
     let (cache, rec) = (cache.to_str().unwrap(), rec.to_str().unwrap());
     let hp = bzfs.host_port();
 
-    // Bots on both teams, hunting each other, with the observer link printing the game.
-    let out = run_bzhead(
-        ["bot", "hunter,capper", "--count", "4", "--team", "red,green", "--for", "10", "--json", &hp],
-        WAIT * 3,
-    );
+    // Bots on both teams, hunting each other, with the observer link printing the game; meanwhile an observer
+    // prints their network figures every second (`netstats` lines, each round after a `link` line).
+    let bots = {
+        let hp = hp.clone();
+        std::thread::spawn(move || {
+            run_bzhead(
+                ["bot", "hunter,capper", "--count", "4", "--team", "red,green", "--for", "10", "--json", &hp],
+                WAIT * 3,
+            )
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let net = run_bzhead(["observe", "--json", "--netstats", "1", "--for", "6", "--no-cache", &hp], WAIT * 2);
+    let out = bots.join().expect("the bot run");
     assert!(out.success(), "{}", out.describe());
+    assert!(net.success(), "{}", net.describe());
+    let net_lines = events.check_lines(&net);
+    for t in ["netstats", "link"] {
+        assert!(net_lines.iter().any(|v| v["type"] == t), "no {t:?} line from `observe --netstats 1`:\n{}", net.stdout);
+    }
     let lines = events.check_lines(&out);
     let seen = types(&lines);
     for t in ["hello", "settings", "world", "accept", "team", "join", "flag", "spawn", "chat", "bot", "closed"] {
