@@ -224,6 +224,9 @@ fn monitor_tracks_real_servers_and_feeds_their_changes() {
             .all(|(p, a)| find(s, p, *a).is_some_and(|v| v["up"] == true))
             && find(s, "bzflag", bzfs.addr()).is_some_and(|v| v["up"] == true && v["players"] == 1)
     });
+    // Every answer validates against docs/schemas/monitor-api.schema.json.
+    let schema = crate::schemas::Schema::load("monitor-api");
+    schema.check(&m.json("/api/servers?history=1"));
     let get = |p: &str, a: SocketAddr| find(&servers, p, a).unwrap().clone();
     assert_eq!(get("teeworlds", ddnet.addr())["name"], "bzhead monitor DDNet");
     assert_eq!(get("teeworlds", ddnet.addr())["players"], 0);
@@ -237,13 +240,16 @@ fn monitor_tracks_real_servers_and_feeds_their_changes() {
     let q = m.json("/api/servers?protocol=quake3&min_players=2");
     assert_eq!(q["servers"].as_array().unwrap().len(), 1, "{q}");
     let q = m.json("/api/servers?q=TW07");
+    schema.check(&q);
     assert_eq!(q["servers"][0]["address"], tw07.addr().to_string(), "{q}");
     // One server with its players and history.
     let one = m.json(&format!("/api/servers/bzflag/{}", bzfs.addr()));
+    schema.check(&one);
     // bzfs lists the bots' observer link too (bzhead-eye); players counts the bot only.
     assert!(one["player_list"].as_array().unwrap().iter().any(|p| p["name"] == "monbot1"), "{one}");
     assert!(one["history"].as_array().is_some_and(|h| !h.is_empty()), "{one}");
     let who = m.json("/api/players?name=monbot1");
+    schema.check(&who);
     assert_eq!(who["seen"][0]["address"], bzfs.addr().to_string(), "{who}");
     assert_eq!(who["seen"][0]["present"], true, "{who}");
     feed.wait("the bot joined", WAIT, |e| is(e, "player_joined", "bzflag", bzfs.addr()) && e["player"] == "monbot1");
@@ -253,6 +259,7 @@ fn monitor_tracks_real_servers_and_feeds_their_changes() {
     drop(bot);
     feed.wait("the bot left", WAIT * 2, |e| is(e, "player_left", "bzflag", bzfs.addr()) && e["player"] == "monbot1");
     // DDNet stops.
+    let dd_addr = ddnet.addr();
     drop(ddnet);
     // bzfs crashes and comes back.
     let bz = bzfs.addr();
@@ -267,6 +274,8 @@ fn monitor_tracks_real_servers_and_feeds_their_changes() {
     let ids: Vec<u64> = feed.all().iter().filter_map(|e| e["id"].as_u64()).collect();
     assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
     let after = m.json("/api/servers");
+    schema.check(&after);
+    schema.check(&m.json(&format!("/api/servers/teeworlds/{}", dd_addr)));
     let dd = after["servers"].as_array().unwrap().iter().find(|s| s["protocol"] == "teeworlds").unwrap().clone();
     assert_eq!((dd["up"].clone(), dd["ok"].clone()), (false.into(), false.into()), "{dd}");
     assert_eq!(dd["name"], "bzhead monitor DDNet", "the last known name stays: {dd}");

@@ -35,14 +35,15 @@ fn schema(name: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// A validator of `docs/schemas/<name>.schema.json`.
-struct Schema {
+/// A validator of `docs/schemas/<name>.schema.json` (also used by the web view's and the monitor's tests on the
+/// answers they fetch).
+pub(crate) struct Schema {
     name: &'static str,
     validator: jsonschema::Validator,
 }
 
 impl Schema {
-    fn load(name: &'static str) -> Schema {
+    pub(crate) fn load(name: &'static str) -> Schema {
         let s = schema(name);
         assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema", "{name}");
         let validator = jsonschema::validator_for(&s).unwrap_or_else(|e| panic!("{name}.schema.json is invalid: {e}"));
@@ -51,7 +52,7 @@ impl Schema {
 
     /// Fails the test with every error when `v` does not validate.
     #[track_caller]
-    fn check(&self, v: &Value) {
+    pub(crate) fn check(&self, v: &Value) {
         let errors: Vec<String> = self
             .validator
             .iter_errors(v)

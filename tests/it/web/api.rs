@@ -62,6 +62,7 @@ fn api_state_has_the_roster_and_follows_the_bots_real_motion() {
             assert_eq!(state["v"], 1);
             assert_eq!(state["server"], 0);
             assert!(state["world"]["hash"].is_string() && state["world"]["size"].is_number(), "{state}");
+            crate::schemas::Schema::load("web-state").check(&state);
             roster_checked = true;
         }
         let size = state["world"]["size"].as_f64().unwrap_or(800.0);
@@ -97,6 +98,7 @@ fn api_state_has_the_roster_and_follows_the_bots_real_motion() {
     }
     // The network figures of each bot (the netstats tracker of the observer's session).
     let state = api_state(addr, 0);
+    crate::schemas::Schema::load("web-state").check(&state);
     for name in names {
         let p = state["players"].as_array().and_then(|ps| ps.iter().find(|p| p["callsign"] == name)).cloned();
         let net = p.map(|p| p["net"].clone()).unwrap_or_default();
