@@ -506,3 +506,37 @@ fn plugin_query_scan_and_plugins_json_validates() {
 fn worlds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/worlds")
 }
+
+/// The web view's and the monitor's schemas (validated on real answers in tests/it/web/api.rs and
+/// tests/it/monitor.rs) load, accept a minimal answer and refuse broken ones.
+#[test]
+fn the_web_and_monitor_schemas_are_not_rubber_stamps() {
+    let web = Schema::load("web-state");
+    let ok: Value = serde_json::from_str(
+        r#"{"v":1,"server":0,"address":"127.0.0.1:5154","status":"connecting","world":{"hash":null,"size":null},
+            "time":0.5,"time_left":null,"teams":[],"players":[],"flags":[],"shots":[]}"#,
+    )
+    .unwrap();
+    web.check(&ok);
+    for (key, bad) in [
+        ("status", Value::from("dancing")),
+        ("players", serde_json::json!([{"id": 1, "callsign": "x"}])),
+        ("v", Value::from(2)),
+    ] {
+        let mut v = ok.clone();
+        v[key] = bad;
+        assert!(!web.validator.is_valid(&v), "web-state.schema.json accepts {v}");
+    }
+    let monitor = Schema::load("monitor-api");
+    monitor.check(&serde_json::json!({"v": 1, "servers": [], "total": 0}));
+    monitor.check(&serde_json::json!({"v": 1, "name": "a", "seen": []}));
+    for bad in [
+        r#"{"v":1}"#,
+        r#"{"v":1,"servers":[{"v":1,"protocol":"quake3"}],"total":1}"#,
+        r#"{"v":1,"name":"a","seen":[{"protocol":"bzflag"}]}"#,
+        r#"{"v":1,"servers":[],"total":-1}"#,
+    ] {
+        let v: Value = serde_json::from_str(bad).unwrap();
+        assert!(!monitor.validator.is_valid(&v), "monitor-api.schema.json accepts {bad}");
+    }
+}
