@@ -431,6 +431,14 @@ fn observe_reconnects_across_a_bzfs_stop_and_a_crash_and_goes_on_printing() {
     assert_eq!(obs.wait_exit(Duration::from_secs(20)), Some(0), "{}", obs.out.tail(20));
 
     let lines = obs.lines();
+    // Every line (the reconnection's own among them) validates against docs/schemas/event.schema.json.
+    let events = crate::schemas::Schema::load("event");
+    for v in &lines {
+        events.check(v);
+    }
+    for t in ["reconnecting", "reconnected", "netstats", "link"] {
+        assert!(lines.iter().any(|v| v["type"] == t), "no {t:?} line");
+    }
     let rec: Vec<&Value> = lines.iter().filter(|v| v["type"] == "reconnecting").collect();
     // The first attempt after each loss waits 0.5 s, the next ones longer.
     assert_eq!(rec[0]["attempt"], 1);
