@@ -906,6 +906,7 @@ impl BotHost {
                 _,
                 Some(
                     e @ (SessionEnd::ConnectFailed(_)
+                    | SessionEnd::Shutdown
                     | SessionEnd::ServerClosed { .. }
                     | SessionEnd::Timeout { .. }
                     | SessionEnd::Protocol(_)),

@@ -6,6 +6,7 @@
 mod support;
 
 mod bots;
+mod bots_kick;
 mod captures;
 mod engine_captures;
 mod faults;
