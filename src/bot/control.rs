@@ -29,6 +29,7 @@ pub struct Control {
     /// grabbed: carrying it onto another team's base would capture it and kill our own team.
     pub grab: bool,
     pub(crate) chat: Vec<(u8, String)>,
+    pub(crate) notes: Vec<super::BotEvent>,
 }
 
 impl Default for Control {
@@ -42,6 +43,7 @@ impl Default for Control {
             target: None,
             grab: true,
             chat: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -71,6 +73,14 @@ impl Control {
         // A handful per tick at most: the server's spam filter drops floods anyway.
         if self.chat.len() < 8 {
             self.chat.push((to, text.into()));
+        }
+    }
+
+    /// Tells the host's user that `goal` cannot be reached from where we are (a [`super::BotEvent::Unreachable`]),
+    /// with a word on what was wanted there ("flag", "base" ...).
+    pub fn unreachable(&mut self, goal: glam::Vec3, what: &str) {
+        if self.notes.len() < 8 {
+            self.notes.push(super::BotEvent::Unreachable { goal: goal.to_array(), what: what.to_string() });
         }
     }
 

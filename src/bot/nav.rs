@@ -112,6 +112,9 @@ use crate::bzflag::msg::wrap_angle;
 use crate::bzflag::play::physics::Physics;
 use crate::bzflag::world::{ObstacleId, ObstacleKind, TankBox, WorldModel};
 
+/// [`NavGrid::component`] of a part the grid did not number: joined with every part.
+pub const ANY_PART: u32 = MANY as u32;
+
 /// Most cells along a side of a grid.
 pub const MAX_SIDE_CELLS: usize = 512;
 
@@ -579,6 +582,18 @@ impl NavGrid {
             return Some(p);
         }
         nearest_cell(&self.frame, p, |i| self.free_at(i)).map(|i| self.frame.centre(i))
+    }
+
+    /// The connected part of the free cells that `p` (or the nearest free cell, when one is within 3 units) is
+    /// in: two points with the same part are joined by a path. [`ANY_PART`] when the grid did not number it
+    /// (joined with every part); `None` when no free cell is near.
+    pub fn component(&self, p: Vec2) -> Option<u32> {
+        let q = self.nearest_free(p).filter(|q| q.distance(p) <= 3.0)?;
+        let i = self.frame.index(q)?;
+        match self.comp.get(i) {
+            Some(0) | None => None,
+            Some(&c) => Some(u32::from(c)),
+        }
     }
 
     fn connected(&self, a: usize, b: usize) -> bool {

@@ -12,6 +12,7 @@ use glam::{Vec2, Vec3};
 
 use super::aim::{self, FiringSolution, Shooter, TargetTrack};
 use super::danger::{self, DangerOptions, PlayerSet, Threat};
+use super::levels::{Levels, Route};
 use super::nav::{NavGrid, Path};
 use crate::bzflag::consts::{FlagStatus, PlayerType, Team};
 use crate::bzflag::game::{Game, Player};
@@ -155,11 +156,15 @@ impl Me<'_> {
 
 /// The planner's grid of one server's world, built the first time a bot asks for it.
 #[derive(Debug, Default)]
-pub(crate) struct NavSlot(OnceCell<NavGrid>);
+pub(crate) struct NavSlot(OnceCell<NavGrid>, OnceCell<Levels>);
 
 impl NavSlot {
     pub(crate) fn get(&self, world: &WorldModel, phys: &Physics) -> &NavGrid {
         self.0.get_or_init(|| NavGrid::build(world, phys))
+    }
+
+    pub(crate) fn levels(&self, world: &WorldModel, phys: &Physics) -> &Levels {
+        self.1.get_or_init(|| Levels::build(world, phys, self.get(world, phys)))
     }
 }
 
@@ -260,6 +265,18 @@ impl<'a> View<'a> {
     /// The path planner's grid (built on first use, once per world and shared by every bot of the server).
     pub fn nav(&self) -> &'a NavGrid {
         self.nav.get(self.world, self.phys)
+    }
+
+    /// The levels of the world (ground and decks) and the hops between them (built on first use, once per world
+    /// and shared by every bot of the server).
+    pub fn levels(&self) -> &'a Levels {
+        self.nav.levels(self.world, self.phys)
+    }
+
+    /// A route over the levels for our tank from where it is to `goal`, avoiding the hops in `avoid` (`None`
+    /// when there is none, or when either end is on no modelled level).
+    pub fn route_to(&self, goal: Vec3, avoid: &[usize]) -> Option<Route> {
+        self.levels().route(self.world, self.nav(), self.me.tank.pos, goal, avoid)
     }
 
     /// A path for our tank from where it is to `goal` around every obstacle (`None` when there is none).

@@ -21,7 +21,12 @@ pub struct Capper {
     gunner: Gunner,
     dropped_at: f32,
     life: Life,
+    /// Goals found out of reach lately, with when (reported once, then left alone for a while).
+    out_of_reach: Vec<(glam::Vec3, f32)>,
 }
+
+/// Seconds an unreachable goal is left alone before it is tried again.
+const RETRY_UNREACHABLE: f32 = 20.0;
 
 /// Enemies nearer than this are fought instead of driven past (unless we carry their flag).
 const FIGHT_RANGE: f32 = 70.0;
@@ -35,12 +40,18 @@ impl Capper {
             gunner: Gunner::default(),
             dropped_at: -1.0e9,
             life: Life::default(),
+            out_of_reach: Vec::new(),
         }
     }
 }
 
 impl Bot for Capper {
+    fn on_stuck(&mut self, view: &View<'_>) {
+        self.driver.stuck(view.time);
+    }
+
     fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        self.out_of_reach.retain(|(_, t)| view.time - *t < RETRY_UNREACHABLE);
         if self.life.dead(view, control, || {
             self.driver.reset();
             self.gunner.reset();
@@ -63,11 +74,12 @@ impl Bot for Capper {
 
         // An enemy flag in hand: home.
         if carried_team.is_some_and(|t| t != my_team) {
-            let home = view.bases(my_team).next().map(|b| b.pos.truncate());
+            let home = view.bases(my_team).next().map(|b| b.pos + glam::Vec3::new(0.0, 0.0, b.size.z));
             if !evade(view, control) {
                 match home {
                     Some(h) => {
-                        self.driver.drive_to(view, h, control);
+                        self.driver.drive_to3(view, h, control);
+                        self.note_unreachable(view, h, "base", control);
                     }
                     None => control.stop(),
                 }
@@ -105,15 +117,29 @@ impl Bot for Capper {
             .flags()
             .filter(|f| f.team.is_some_and(|t| t != my_team) && f.status != FlagStatus::NoExist)
             .filter(|f| f.owner.is_none_or(|o| view.tank(o).is_some_and(|t| view.is_hostile(t.team))))
+            .filter(|f| !self.out_of_reach.iter().any(|(g, _)| g.distance(f.pos) < 5.0))
             .min_by(|a, b| a.pos.distance_squared(me).total_cmp(&b.pos.distance_squared(me)));
         match target {
             Some(f) => {
                 if !evade(view, control) {
-                    self.driver.drive_to(view, f.pos.truncate(), control);
+                    self.driver.drive_to3(view, f.pos, control);
+                    self.note_unreachable(view, f.pos, "flag", control);
                 }
                 self.gunner.snap_shot(view, control);
             }
             None => self.hunter.tick(view, control),
+        }
+    }
+}
+
+impl Capper {
+    /// When the driver found no route to `goal`: says so once (a bot event) and leaves it alone for a while.
+    fn note_unreachable(&mut self, view: &View<'_>, goal: glam::Vec3, what: &str, control: &mut Control) {
+        if self.driver.unreachable().is_some_and(|g| g.distance(goal) < 1.0)
+            && !self.out_of_reach.iter().any(|(g, _)| g.distance(goal) < 5.0)
+        {
+            control.unreachable(goal, what);
+            self.out_of_reach.push((goal, view.time));
         }
     }
 }
