@@ -27,9 +27,11 @@
 //! # Bounds
 //!
 //! At most [`MAX_DECKS`] decks and [`MAX_HOPS`] hops are kept (the lowest decks first), so building is linear
-//! in the world's obstacles and a route costs at most `(2 × MAX_HOPS + 2)²` steps.
+//! in the world's obstacles, and a route (Dijkstra with a heap) looks at each pair of hop ends on one level at
+//! most once.
 
-use std::collections::HashMap;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
 
 use glam::{Vec2, Vec3};
 
@@ -138,6 +140,8 @@ pub struct Levels {
     hops: Vec<Hop>,
     /// Ground component of each hop's start and land point (when on the ground).
     comp: Vec<(Option<u32>, Option<u32>)>,
+    /// The hops starting on each level.
+    by_level: Vec<Vec<usize>>,
     max_bump: f32,
 }
 
@@ -151,6 +155,24 @@ struct Jump {
     t_land: f32,
     want: f32,
     run_up: f32,
+}
+
+/// A cost in a heap (costs are finite: distances and penalties).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cost(f32);
+
+impl Eq for Cost {}
+
+impl PartialOrd for Cost {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cost {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// Extra cost of a jump (it can fail, and the tank is a sitting target in the air).
@@ -207,7 +229,8 @@ impl Levels {
             })
         });
         let by_obstacle = decks.iter().enumerate().map(|(i, d)| (d.obstacle, i)).collect();
-        let mut levels = Levels { decks, by_obstacle, hops: Vec::new(), comp: Vec::new(), max_bump };
+        let mut levels =
+            Levels { decks, by_obstacle, hops: Vec::new(), comp: Vec::new(), by_level: Vec::new(), max_bump };
         let jump = phys.jumping_allowed() && phys.jump_velocity > 0.0 && phys.gravity < 0.0;
         for di in 0..levels.decks.len() {
             let d = levels.decks[di];
@@ -224,6 +247,12 @@ impl Levels {
         }
         levels.add_teleports(world, phys, nav);
         levels.hops.truncate(MAX_HOPS);
+        levels.by_level = vec![Vec::new(); levels.decks.len() + 1];
+        for (i, h) in levels.hops.iter().enumerate() {
+            if let Some(l) = levels.by_level.get_mut(h.from) {
+                l.push(i);
+            }
+        }
         levels.comp = levels
             .hops
             .iter()
@@ -558,49 +587,40 @@ impl Levels {
         let mut dist = vec![f32::INFINITY; nv];
         let mut prev = vec![usize::MAX; nv];
         let mut done = vec![false; nv];
+        let mut heap = BinaryHeap::new();
         dist[0] = 0.0;
-        loop {
-            let mut u = usize::MAX;
-            let mut best = f32::INFINITY;
-            for (v, &d) in dist.iter().enumerate() {
-                if !done[v] && d < best {
-                    best = d;
-                    u = v;
-                }
+        heap.push(Reverse((Cost(0.0), 0usize)));
+        let no_hops: Vec<usize> = Vec::new();
+        while let Some(Reverse((Cost(best), u))) = heap.pop() {
+            if done[u] {
+                continue;
             }
-            if u == usize::MAX || u == 1 {
+            if u == 1 {
                 break;
             }
             done[u] = true;
             let pu = at(u);
-            // Hop start: take the hop.
+            let mut relax = |v: usize, c: f32, heap: &mut BinaryHeap<Reverse<(Cost, usize)>>| {
+                if !done[v] && best + c < dist[v] {
+                    dist[v] = best + c;
+                    prev[v] = u;
+                    heap.push(Reverse((Cost(best + c), v)));
+                }
+            };
             if u >= 2 && u % 2 == 0 {
+                // A hop's start: take the hop.
                 let h = (u - 2) / 2;
                 if !avoid.contains(&h) {
-                    let nd = best + self.hops[h].cost;
-                    if nd < dist[u + 1] {
-                        dist[u + 1] = nd;
-                        prev[u + 1] = u;
-                    }
+                    relax(u + 1, self.hops[h].cost, &mut heap);
                 }
-            }
-            // Drive on the level: to the goal or a hop's start (never to a landing).
-            if u == 0 || u % 2 == 1 {
-                let mut relax = |v: usize| {
-                    if done[v] {
-                        return;
-                    }
-                    if let Some(c) = joined(pu, at(v)) {
-                        if best + c < dist[v] {
-                            dist[v] = best + c;
-                            prev[v] = u;
-                        }
-                    }
-                };
-                relax(1);
-                for h in 0..nh {
-                    if self.hops[h].from == pu.0 {
-                        relax(2 + 2 * h);
+            } else {
+                // The start or a landing: drive on the level to the goal or a hop's start.
+                if let Some(c) = joined(pu, at(1)) {
+                    relax(1, c, &mut heap);
+                }
+                for &h in self.by_level.get(pu.0).unwrap_or(&no_hops) {
+                    if let Some(c) = joined(pu, at(2 + 2 * h)) {
+                        relax(2 + 2 * h, c, &mut heap);
                     }
                 }
             }
@@ -635,14 +655,14 @@ fn sides(d: &Deck) -> [(Vec2, Vec2, f32, f32); 4] {
     ]
 }
 
-/// Where along a side of half-length `half` hops are tried: the middle, and every 12 units or so out to near
+/// Where along a side of half-length `half` hops are tried: the middle, and every 20 units or so out to near
 /// both ends (at most [`SIDE_SAMPLES`] in all).
 fn samples(half: f32, hl: f32) -> Vec<f32> {
     let off = half - hl - 1.5;
     if off <= 4.0 {
         return vec![0.0];
     }
-    let each = ((off / 12.0).ceil() as usize).clamp(1, SIDE_SAMPLES / 2);
+    let each = ((off / 20.0).ceil() as usize).clamp(1, SIDE_SAMPLES / 2);
     let mut v = vec![0.0];
     for k in 1..=each {
         let t = off * k as f32 / each as f32;
@@ -653,7 +673,7 @@ fn samples(half: f32, hl: f32) -> Vec<f32> {
 }
 
 /// Most hop points tried along one side of a deck.
-const SIDE_SAMPLES: usize = 16;
+const SIDE_SAMPLES: usize = 10;
 
 #[cfg(test)]
 #[path = "levels_tests.rs"]

@@ -92,3 +92,31 @@ fn every_jump_lands_on_its_deck_and_starts_on_its_level() {
         }
     }
 }
+
+/// Building the levels of the captured worlds: `cargo test --release --lib bot::levels -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn build_times_on_the_captured_worlds() {
+    let p = phys(true);
+    for name in ["01-ctf-world.bin", "02-custom-world.bin"] {
+        let path = format!("{}/testdata/bzflag/{name}", env!("CARGO_MANIFEST_DIR"));
+        let w = WorldModel::build(&parse_blob(&std::fs::read(path).expect("capture")).expect("parse")).expect("model");
+        let nav = NavGrid::build(&w, &p);
+        let t = std::time::Instant::now();
+        let lv = Levels::build(&w, &p, &nav);
+        let built = t.elapsed();
+        let t = std::time::Instant::now();
+        let mut found = 0;
+        for b in &w.bases {
+            for d in lv.decks().iter().take(20) {
+                found += usize::from(lv.route(&w, &nav, b.pos, d.centre.extend(d.z), &[]).is_some());
+            }
+        }
+        println!(
+            "{name}: {} decks, {} hops, built in {built:?}; {found} routes in {:?}",
+            lv.decks().len(),
+            lv.hops().len(),
+            t.elapsed()
+        );
+    }
+}

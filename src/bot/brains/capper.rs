@@ -98,9 +98,9 @@ impl Bot for Capper {
         if let Some(carrier) = own.and_then(|f| f.owner).and_then(|o| view.tank(o)).filter(|t| view.is_hostile(t.team))
         {
             let id = carrier.id;
-            let goal = carrier.pose.pos.truncate();
+            let goal = carrier.pose.pos;
             if !self.hunter.fight(view, control, Some(id)) {
-                self.driver.drive_to(view, goal, control);
+                self.driver.drive_to3(view, goal, control);
             }
             return;
         }

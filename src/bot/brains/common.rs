@@ -552,7 +552,8 @@ impl Gunner {
                 let track = view.track(target).sample(3.0, aim::SAMPLE_STEP);
                 aim::would_hit(&view.shooter(), view.me.azimuth(), &track, view.phys, view.world).is_some()
             }
-        };
+        } && !endangers_team_mate(view)
+            && !endangers_me(view);
         if control.fire {
             self.fired_at = Some(view.time);
         }
@@ -574,7 +575,14 @@ impl Gunner {
         }
         let reach = 0.8 * view.phys.shock_out_radius;
         let me = view.me.pos();
-        if view.me.reload == 0.0 && view.enemies().first().is_some_and(|t| t.pose.pos.distance(me) < reach) {
+        let mate_near = view.phys.team_kills()
+            && view.tanks().iter().any(|t| {
+                t.alive && t.id != view.me.id && !view.is_hostile(t.team) && t.pose.pos.distance(me) < 1.2 * reach
+            });
+        if view.me.reload == 0.0
+            && !mate_near
+            && view.enemies().first().is_some_and(|t| t.pose.pos.distance(me) < reach)
+        {
             control.fire = true;
         }
         true
@@ -594,7 +602,12 @@ impl Gunner {
         };
         for t in view.enemies().into_iter().filter(ahead).take(2) {
             if let Some(sol) = view.lead(t) {
-                if sol.clear && sol.on_target(az) && worth_it(view, t, sol.flight_time) {
+                if sol.clear
+                    && sol.on_target(az)
+                    && worth_it(view, t, sol.flight_time)
+                    && !endangers_team_mate(view)
+                    && !endangers_me(view)
+                {
                     control.fire = true;
                     control.target = Some(t.id);
                     self.fired_at = Some(view.time);
@@ -604,6 +617,65 @@ impl Gunner {
         }
     }
 }
+
+/// Whether the shot fired now at our heading would come near a team mate: along the shot's real path through
+/// the world, ricochets and teleporters included, against each team mate's predicted track, over the shot's
+/// whole flight (not only up to its target: a target may dodge, and the shot flies on). Always false when the
+/// server has team kills off.
+pub fn endangers_team_mate(view: &View<'_>) -> bool {
+    if !view.phys.team_kills() {
+        return false;
+    }
+    let me = view.me.pos();
+    let reach = view.phys.shot_speed * view.phys.reload_time + 20.0;
+    let mut mates: Vec<&TankView> = view
+        .tanks()
+        .iter()
+        .filter(|t| t.alive && t.id != view.me.id && !view.is_hostile(t.team) && t.pose.pos.distance(me) < reach)
+        .collect();
+    if mates.is_empty() {
+        return false;
+    }
+    mates.sort_by(|a, b| a.pose.pos.distance_squared(me).total_cmp(&b.pose.pos.distance_squared(me)));
+    let shot = aim::fire_at(&view.shooter(), view.me.azimuth(), view.phys, Some(view.world));
+    let path = aim::flown_path(&shot, view.phys, Some(view.world));
+    // A shot that misses its target flies on: check its whole flight, not only up to the target.
+    let horizon = shot.lifetime.clamp(0.0, 10.0);
+    // Team mates are bots or people that do not keep to their predicted line: the later the shot gets there,
+    // the wider the berth.
+    let drift = MATE_DRIFT * view.phys.tank_speed;
+    mates.iter().take(MAX_MATES_CHECKED).any(|t| {
+        let track = view.track(t).sample(horizon, aim::SAMPLE_STEP);
+        aim::closest_approach(&path, 0.0, &track)
+            .is_some_and(|a| a.time <= horizon && a.miss < track.hit_radius + MATE_MARGIN + drift * a.time)
+    })
+}
+
+/// Whether the shot fired now at our heading comes back at us after a ricochet or a teleporter during its flight
+/// (our own tank on its present course, given a wider berth the later the shot comes back).
+pub fn endangers_me(view: &View<'_>) -> bool {
+    let shot = aim::fire_at(&view.shooter(), view.me.azimuth(), view.phys, Some(view.world));
+    let path = aim::flown_path(&shot, view.phys, Some(view.world));
+    let Some(after_first) = path.get(1..).filter(|p| !p.is_empty()) else { return false };
+    let horizon = shot.lifetime.clamp(0.0, 10.0);
+    let track = aim::TargetTrack::own(view.me.tank, view.phys).sample(horizon, aim::SAMPLE_STEP);
+    // We may turn away from our present course: the later the shot comes back, the wider the berth.
+    let drift = SELF_DRIFT * view.phys.tank_speed;
+    aim::closest_approach(after_first, 0.0, &track)
+        .is_some_and(|a| a.time <= horizon && a.miss < track.hit_radius + MATE_MARGIN + drift * a.time)
+}
+
+/// How far (as a fraction of `_tankSpeed` per second of the shot's flight) our own tank may stray from its
+/// present course before one of our ricochets comes back.
+const SELF_DRIFT: f32 = 0.3;
+
+/// Team mates whose tracks a shot is checked against (the nearest ones).
+const MAX_MATES_CHECKED: usize = 8;
+/// Room left round a team mate: it may swerve from its predicted track.
+const MATE_MARGIN: f32 = 2.0;
+/// How far (as a fraction of `_tankSpeed` per second of the shot's flight) a team mate may stray from its
+/// predicted track.
+const MATE_DRIFT: f32 = 0.5;
 
 /// Steers out of the way of shots that would hit us within the next second: sets `control` to the best
 /// escape and returns true, or returns false when nothing threatens.

@@ -40,6 +40,10 @@ impl Defender {
 }
 
 impl Bot for Defender {
+    fn on_stuck(&mut self, view: &View<'_>) {
+        self.driver.stuck(view.time);
+    }
+
     fn tick(&mut self, view: &View<'_>, control: &mut Control) {
         if self.life.dead(view, control, || {
             self.driver.reset();
@@ -62,9 +66,9 @@ impl Bot for Defender {
         let own = view.team_flag(my_team);
         if let Some(carrier) = own.and_then(|f| f.owner).and_then(|o| view.tank(o)).filter(|t| view.is_hostile(t.team))
         {
-            let (id, goal) = (carrier.id, carrier.pose.pos.truncate());
+            let (id, goal) = (carrier.id, carrier.pose.pos);
             if !self.hunter.fight(view, control, Some(id)) {
-                self.driver.drive_to(view, goal, control);
+                self.driver.drive_to3(view, goal, control);
             }
             return;
         }
