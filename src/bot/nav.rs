@@ -7,9 +7,11 @@
 //!
 //! * **Ground level only.** The grid says where a tank can stand and drive at ground level: on the ground
 //!   (z = 0), or on an obstacle low enough to drive onto (see below). Roofs, ramps, jumps and teleporters are
-//!   not planned with. A tank on a roof (or anywhere else the grid calls blocked) is first sent to the nearest
-//!   free cell ([`NavGrid::nearest_free`]; [`NavGrid::find_path`] and [`DistanceField::next_waypoint`] do it
-//!   themselves): driving off a roof is a fall, which our tank survives.
+//!   not planned with here: [`crate::bot::levels`] plans over the decks above the ground and the drives, falls,
+//!   jumps and teleports between them, and uses this grid for the ground. A tank on a roof (or anywhere else
+//!   the grid calls blocked) is first sent to the nearest free cell ([`NavGrid::nearest_free`];
+//!   [`NavGrid::find_path`] and [`DistanceField::next_waypoint`] do it themselves): driving off a roof is a fall,
+//!   which our tank survives.
 //! * **Configuration space.** A cell is free when a tank centred on the cell's centre fits there **at every
 //!   heading**, with a margin of half a cell. Tanks turn while they drive (and turn in place at corners), so
 //!   the planner cannot rely on a heading. The footprint tested is the tank's rectangle (half-length and

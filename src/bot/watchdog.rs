@@ -66,3 +66,59 @@ impl Watchdog {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive_tank() -> Tank {
+        let mut t = Tank::new(1);
+        t.spawn([10.0, 20.0, 0.0], 0.0);
+        t
+    }
+
+    #[test]
+    fn a_tank_asked_to_drive_that_does_not_move_is_stuck_and_backed_out() {
+        let tank = alive_tank();
+        let mut control = Control::default();
+        control.drive(1.0, 0.0);
+        let mut w = Watchdog::default();
+        let mut found = None;
+        for i in 0..200 {
+            let clock = i as f32 * 0.05;
+            if let Some(s) = w.check(clock, &tank, &control, 0) {
+                found = Some((clock, s));
+                break;
+            }
+        }
+        let (clock, seconds) = found.expect("found stuck");
+        assert!(seconds >= STUCK_AFTER && clock < STUCK_AFTER + 0.2, "{clock} {seconds}");
+        let mut c = control.clone();
+        assert!(w.steer(clock + 0.1, &mut c));
+        assert!(c.speed != 1.0 && c.turn != 0.0, "backs out: {c:?}");
+        assert!(!w.steer(clock + BACK_OUT + 0.1, &mut c));
+    }
+
+    #[test]
+    fn a_tank_that_moves_fires_or_is_not_asked_to_drive_is_not_stuck() {
+        let mut tank = alive_tank();
+        let mut control = Control::default();
+        control.drive(1.0, 0.0);
+        let mut w = Watchdog::default();
+        for i in 0..400 {
+            tank.pos.x += 0.2;
+            assert_eq!(w.check(i as f32 * 0.05, &tank, &control, 0), None);
+        }
+        // Standing, but firing now and then.
+        let mut w = Watchdog::default();
+        for i in 0..400 {
+            assert_eq!(w.check(i as f32 * 0.05, &tank, &control, i / 40), None);
+        }
+        // Standing, asked to stand.
+        control.stop();
+        let mut w = Watchdog::default();
+        for i in 0..400 {
+            assert_eq!(w.check(i as f32 * 0.05, &tank, &control, 0), None);
+        }
+    }
+}

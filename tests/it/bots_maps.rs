@@ -209,3 +209,51 @@ fn three_against_three_with_ricochets_and_no_bot_kills_a_team_mate() {
     assert!(kills.len() >= 2, "hardly a fight: {kills:?}");
     assert_fair_play(&bzfs, &events);
 }
+
+/// Drives straight ahead, whatever is in the way (into the outer wall, sooner or later).
+struct Ram;
+
+impl bzhead::bot::Bot for Ram {
+    fn tick(&mut self, _view: &bzhead::bot::View<'_>, control: &mut bzhead::bot::Control) {
+        control.drive(1.0, 0.0);
+    }
+}
+
+#[test]
+fn the_watchdog_reports_a_bot_that_is_asked_to_drive_and_does_not_move_and_backs_it_out() {
+    let dir = crate::support::TempDir::new("bots-watchdog");
+    let bzfs = Bzfs::builder().world(crate::bots::open_world(&dir, 60)).start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let ram = host.add_bot(bzfs.addr(), BotConfig { callsign: "ram".into(), ..BotConfig::default() }, Box::new(Ram));
+    let start = Instant::now();
+    let mut stuck = None;
+    while start.elapsed() < Duration::from_secs(60) && stuck.is_none() {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Bot { bot, event: BotEvent::Stuck { pos, seconds }, .. } = e {
+                if bot == ram {
+                    stuck = Some((pos, seconds));
+                }
+            }
+        }
+    }
+    let (pos, seconds) = stuck.unwrap_or_else(|| panic!("no stuck report in 60 s\n{}", bzfs.log()));
+    assert!(seconds >= 4.0, "{seconds}");
+    // Against the wall of a world 120 units across.
+    assert!(pos[0].abs().max(pos[1].abs()) > 50.0, "{pos:?}");
+    // The watchdog backs it out: it moves again.
+    let before = host.tank(ram).expect("tank").pos;
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while host.poll_event().is_some() {}
+    }
+    let after = host.tank(ram).expect("tank").pos;
+    assert!(before.distance(after) > 2.0, "did not move: {before} -> {after}");
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(5));
+    let log = bzfs.log();
+    for bad in BAD {
+        assert!(!log.contains(bad), "bzfs logged {bad:?}:\n{log}");
+    }
+}

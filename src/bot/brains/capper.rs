@@ -5,7 +5,8 @@
 //! is the pilot's: standing on our base with it) and only shoot what is already in our sights, dodging shots;
 //! carrying any other flag, drop it (a flag in hand keeps us from grabbing a team flag); our flag taken, hunt
 //! its carrier; else drive to the nearest enemy team flag that no team mate holds, fighting enemies that come
-//! close. In a game without team flags it plays as a [`Hunter`].
+//! close. When a team mate of this process is nearer to that flag (the bots share which flag each goes for), it
+//! hunts instead: the carrier of our flag first. In a game without team flags it plays as a [`Hunter`].
 
 use super::common::{evade, Driver, Gunner, Life};
 use super::hunter::Hunter;
@@ -118,9 +119,13 @@ impl Bot for Capper {
             .filter(|f| f.team.is_some_and(|t| t != my_team) && f.status != FlagStatus::NoExist)
             .filter(|f| f.owner.is_none_or(|o| view.tank(o).is_some_and(|t| view.is_hostile(t.team))))
             .filter(|f| !self.out_of_reach.iter().any(|(g, _)| g.distance(f.pos) < 5.0))
+            // A team mate nearer to that flag goes for it (the bots share which flag each goes for).
+            .filter(|f| view.flag_claimed_by_mate(f.index, f.pos.distance(me)).is_none())
             .min_by(|a, b| a.pos.distance_squared(me).total_cmp(&b.pos.distance_squared(me)));
+        // No flag left to us: hunt (the carrier of our flag first).
         match target {
             Some(f) => {
+                view.claim_flag(f.index, f.pos.distance(me));
                 if !evade(view, control) {
                     self.driver.drive_to3(view, f.pos, control);
                     self.note_unreachable(view, f.pos, "flag", control);
