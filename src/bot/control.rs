@@ -28,6 +28,9 @@ pub struct Control {
     /// Grab flags the tank drives over, like the official client (default on). Our own team's flag is never
     /// grabbed: carrying it onto another team's base would capture it and kill our own team.
     pub grab: bool,
+    /// Grab our own team's flag too when `grab` is on (default off): to bring it home from where an enemy
+    /// dropped it. Never carry it onto another team's base: that captures it, and our whole team dies.
+    pub grab_own_flag: bool,
     pub(crate) chat: Vec<(u8, String)>,
     pub(crate) notes: Vec<super::BotEvent>,
 }
@@ -42,6 +45,7 @@ impl Default for Control {
             drop_flag: false,
             target: None,
             grab: true,
+            grab_own_flag: false,
             chat: Vec::new(),
             notes: Vec::new(),
         }
