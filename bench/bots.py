@@ -6,6 +6,8 @@ Usage:
   bench/bots.py hunters [--seconds 180] [--runs 3]
   bench/bots.py capture [--runs 5]
   bench/bots.py versus [--seconds 300] [--runs 3] [--keep DIR]
+  bench/bots.py maps [--runs 3]
+  bench/bots.py teams [--seconds 300] [--runs 1]
 
 cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N bots), then one
          `bzhead bot hunter --count N` process. Once every bot has joined (its "joined" line), the process's
@@ -21,6 +23,12 @@ versus   Two bzhead hunters against two robots of the official client (`bzflag -
          `--keep DIR` keeps each run's JSON lines (`--show shot_begin,update`) there.
 capture  One capper (red) against one sitter (green) on the standard CTF map (`bzfs -c`, generated world, bases
          740 units apart): seconds from the capper's first spawn to its capture.
+maps     `capture` on each CTF map of testdata/worlds (raised bases, decks up ramps of boxes, two levels, a flag
+         reached only through a teleporter) and the generated one: the median seconds from spawn to capture per map
+         (a run with no capture within 290 s counts as infinite).
+teams    Three bzhead bots a side (capper, hunter, defender, red against green) on each of those maps for SECONDS:
+         captures per 10 minutes (both teams together) and team kills, from the bots' summary lines and the
+         observer's kill lines.
 """
 import argparse, os, queue, re, socket, statistics, subprocess, threading, time
 
@@ -171,6 +179,72 @@ def capture(a):
     print(f"capper vs sitter on the standard CTF map, {a.runs} runs: seconds from spawn to capture "
           f"{', '.join(f'{t:.1f}' for t in times)} (median {statistics.median(times):.1f})")
 
+MAPS = ["generated", "ctf-raised", "ctf-decks", "ctf-two-levels", "ctf-teleport"]
+
+def map_args(name):
+    if name == "generated":
+        return []
+    here = os.path.dirname(os.path.abspath(__file__))
+    return ["-world", os.path.join(here, "..", "testdata", "worlds", name + ".bzw")]
+
+def capture_on(a, world_args):
+    bzfs, server = start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,2,2,0,0,2"] + world_args)
+    try:
+        sitter = subprocess.Popen([a.bzhead, "bot", "sitter", "--team", "green", "--quiet", "--for", "400", server],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        cap = subprocess.Popen([a.bzhead, "bot", "capper", "--team", "red", "--quiet", "--for", "300", server],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        out = Lines(cap.stdout)
+        if not out.wait_for(lambda l: ": spawned" in l, 30):
+            raise SystemExit("the capper did not spawn")
+        t0 = time.time()
+        line = out.wait_for(lambda l: ": captured" in l, 290)
+        cap.send_signal(2); sitter.send_signal(2)
+        cap.wait(timeout=10); sitter.wait(timeout=10)
+        return time.time() - t0 if line else float("inf")
+    finally:
+        bzfs.terminate(); bzfs.wait()
+
+def maps(a):
+    print("| map | seconds from spawn to capture | median |")
+    print("|---|---|---|")
+    for name in MAPS:
+        times = [capture_on(a, map_args(name)) for _ in range(a.runs)]
+        print(f"| {name} | {', '.join(f'{t:.1f}' for t in times)} | {statistics.median(times):.1f} |", flush=True)
+
+def teams(a):
+    print(f"| map | seconds | captures | captures per 10 min | kills | team kills |")
+    print("|---|---|---|---|---|---|")
+    for name in MAPS:
+        for _ in range(a.runs):
+            bzfs, server = start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,4,4,0,0,2"] + map_args(name))
+            try:
+                r = subprocess.run([a.bzhead, "bot", "capper,hunter,defender", "--count", "6", "--team", "red,green",
+                                    "--json", "--for", str(a.seconds), server],
+                                   capture_output=True, text=True, timeout=a.seconds + 90)
+            finally:
+                bzfs.terminate(); bzfs.wait()
+            import json
+            captures = kills = team_kills = 0
+            teams_of = {}
+            for line in r.stdout.splitlines():
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("type") == "bot" and e.get("bot_event") == "captured":
+                    captures += 1
+                if e.get("type") == "join" and "callsign" in e:
+                    teams_of[e["callsign"]] = e.get("team")
+                if e.get("type") == "kill":
+                    kills += 1
+                    k, v = e.get("killer_callsign"), e.get("victim_callsign")
+                    if k != v and k in teams_of and teams_of.get(k) == teams_of.get(v):
+                        team_kills += 1
+            print(f"| {name} | {a.seconds:.0f} | {captures} | {captures * 600 / a.seconds:.1f} | {kills} | {team_kills} |",
+                  flush=True)
+
 def versus_run(a, keep):
     """One versus game; returns a dict of counts."""
     import json, shutil, signal, tempfile
@@ -299,7 +373,7 @@ def versus(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["cpu", "hunters", "capture", "versus"])
+    ap.add_argument("what", choices=["cpu", "hunters", "capture", "versus", "maps", "teams"])
     ap.add_argument("--bzhead", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release/bzhead"))
     ap.add_argument("--bots", default="1,10,100")
     ap.add_argument("--seconds", type=float, help="60 by default (versus: 300)")
@@ -308,8 +382,8 @@ def main():
     ap.add_argument("--keep", help="versus: keep each run's JSON lines in this directory")
     a = ap.parse_args()
     if a.seconds is None:
-        a.seconds = 300.0 if a.what == "versus" else 60.0
-    {"cpu": cpu, "hunters": hunters, "capture": capture, "versus": versus}[a.what](a)
+        a.seconds = 300.0 if a.what in ("versus", "teams") else 60.0
+    {"cpu": cpu, "hunters": hunters, "capture": capture, "versus": versus, "maps": maps, "teams": teams}[a.what](a)
 
 if __name__ == "__main__":
     main()

@@ -28,7 +28,11 @@ pub struct Control {
     /// Grab flags the tank drives over, like the official client (default on). Our own team's flag is never
     /// grabbed: carrying it onto another team's base would capture it and kill our own team.
     pub grab: bool,
+    /// Grab our own team's flag too when `grab` is on (default off): to bring it home from where an enemy
+    /// dropped it. Never carry it onto another team's base: that captures it, and our whole team dies.
+    pub grab_own_flag: bool,
     pub(crate) chat: Vec<(u8, String)>,
+    pub(crate) notes: Vec<super::BotEvent>,
 }
 
 impl Default for Control {
@@ -41,7 +45,9 @@ impl Default for Control {
             drop_flag: false,
             target: None,
             grab: true,
+            grab_own_flag: false,
             chat: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -71,6 +77,14 @@ impl Control {
         // A handful per tick at most: the server's spam filter drops floods anyway.
         if self.chat.len() < 8 {
             self.chat.push((to, text.into()));
+        }
+    }
+
+    /// Tells the host's user that `goal` cannot be reached from where we are (a [`super::BotEvent::Unreachable`]),
+    /// with a word on what was wanted there ("flag", "base" ...).
+    pub fn unreachable(&mut self, goal: glam::Vec3, what: &str) {
+        if self.notes.len() < 8 {
+            self.notes.push(super::BotEvent::Unreachable { goal: goal.to_array(), what: what.to_string() });
         }
     }
 

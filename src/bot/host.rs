@@ -254,6 +254,7 @@ struct BotSlot {
     join_order: u64,
     pending: VecDeque<Event>,
     chat: Vec<(u8, String)>,
+    watch: super::watchdog::Watchdog,
 }
 
 /// Events kept for a bot's [`Bot::on_event`] between two ticks (older ones are dropped beyond this).
@@ -387,6 +388,7 @@ impl BotHost {
             join_order: 0,
             pending: VecDeque::new(),
             chat: Vec::new(),
+            watch: super::watchdog::Watchdog::default(),
         }))
     }
 
@@ -994,6 +996,7 @@ impl BotHost {
                 _,
                 Some(
                     e @ (SessionEnd::ConnectFailed(_)
+                    | SessionEnd::Shutdown
                     | SessionEnd::ServerClosed { .. }
                     | SessionEnd::Timeout { .. }
                     | SessionEnd::Protocol(_)),
@@ -1188,11 +1191,12 @@ impl BotHost {
         let paused: PlayerSet = s.tanks.iter().filter(|t| t.paused).map(|t| t.id).collect();
         let (tanks, tracker, nav) = (&s.tanks, &s.tracker, &s.nav);
         let reactor = &self.reactor;
-        for (_, b) in self.bots.iter_mut().filter(|(_, b)| b.server == si && b.state == BotState::Joined) {
+        let mut notes: Vec<(usize, BotEvent)> = Vec::new();
+        for (k, b) in self.bots.iter_mut().filter(|(_, b)| b.server == si && b.state == BotState::Joined) {
             let Some(me) = b.pilot.me else { continue };
             let may_fire = b.config.player_type == PlayerType::Computer
                 || b.session.and_then(|sid| reactor.session(sid)).is_some_and(|x| x.udp_up());
-            let BotSlot { bot, control, pilot, pending, callsign, chat, .. } = b;
+            let BotSlot { bot, control, pilot, pending, callsign, chat, watch, .. } = b;
             let dt = pilot.since_last_step(now);
             {
                 let view = View {
@@ -1219,11 +1223,20 @@ impl BotHost {
                     bot.on_event(&view, &ev);
                 }
                 bot.tick(&view, control);
+                if let Some(seconds) = watch.check(clock, &pilot.tank, control, pilot.stats.shots) {
+                    bot.on_stuck(&view);
+                    notes.push((k, BotEvent::Stuck { pos: pilot.tank.pos.to_array(), seconds }));
+                }
+                watch.steer(clock, control);
             }
+            notes.extend(control.notes.drain(..).map(|e| (k, e)));
             let shared = Shared { now, clock, world, phys, game, shots: tracker, tanks, paused: &paused };
             pilot.tick(&shared, control, may_fire);
             chat.append(&mut control.chat);
             control.end_tick();
+        }
+        for (k, e) in notes {
+            self.push_bot(k, now, e);
         }
     }
 

@@ -39,6 +39,8 @@
 //! * [`view`]: [`View`], what a bot sees; [`control`]: [`Control`], what it does.
 //! * [`nav`]: a path planner for a tank over the world (an occupancy grid at ground level, A*, shared distance
 //!   fields).
+//! * [`levels`]: navigation in three dimensions: the decks above the ground, the drives, falls, jumps and
+//!   teleports between them, and routes over them.
 //! * [`aim`]: firing solutions that lead a moving target along its predicted line or arc, and bank shots.
 //! * [`danger`]: which live shots will pass close to us, and how to steer out of their way.
 //! * [`brains`]: the bots the `bzhead bot` command runs (hunter, capper, ...), written against this API only.
@@ -49,9 +51,11 @@ pub mod brains;
 pub mod control;
 pub mod danger;
 pub mod host;
+pub mod levels;
 pub mod nav;
 mod pilot;
 pub mod view;
+mod watchdog;
 
 pub use control::Control;
 pub use host::{BotConfig, BotHost, BotId, BotState, BotStatus, HostConfig, HostEvent, ServerId};
@@ -73,6 +77,12 @@ pub trait Bot {
     /// updates, shots and variables are not passed on (they are in the [`View`]).
     fn on_event(&mut self, view: &View<'_>, event: &Event) {
         let _ = (view, event);
+    }
+
+    /// Called by the host's watchdog when our tank has been asked to move and has not moved for a while (a
+    /// [`BotEvent::Stuck`]): forget the plan and try another way. The host backs the tank out meanwhile.
+    fn on_stuck(&mut self, view: &View<'_>) {
+        let _ = view;
     }
 }
 
@@ -118,6 +128,22 @@ pub enum BotEvent {
     Captured {
         /// The team whose base it was brought to.
         team: Team,
+    },
+    /// The brain wants to go somewhere it cannot reach from where it is (no drive, fall, jump or teleport
+    /// leads there); it does something else meanwhile.
+    Unreachable {
+        /// Where.
+        goal: [f32; 3],
+        /// What is there ("flag", "base", ...).
+        what: String,
+    },
+    /// The host's watchdog saw the tank alive, asked to move, and not moving nor firing for a while; it backs
+    /// the tank out and asks the brain to plan again ([`Bot::on_stuck`]).
+    Stuck {
+        /// Where.
+        pos: [f32; 3],
+        /// For how long, in seconds.
+        seconds: f32,
     },
     /// Lost the connection; retrying after a while (`None`: not retrying).
     Disconnected {

@@ -7,9 +7,11 @@
 //!
 //! * **Ground level only.** The grid says where a tank can stand and drive at ground level: on the ground
 //!   (z = 0), or on an obstacle low enough to drive onto (see below). Roofs, ramps, jumps and teleporters are
-//!   not planned with. A tank on a roof (or anywhere else the grid calls blocked) is first sent to the nearest
-//!   free cell ([`NavGrid::nearest_free`]; [`NavGrid::find_path`] and [`DistanceField::next_waypoint`] do it
-//!   themselves): driving off a roof is a fall, which our tank survives.
+//!   not planned with here: [`crate::bot::levels`] plans over the decks above the ground and the drives, falls,
+//!   jumps and teleports between them, and uses this grid for the ground. A tank on a roof (or anywhere else
+//!   the grid calls blocked) is first sent to the nearest free cell ([`NavGrid::nearest_free`];
+//!   [`NavGrid::find_path`] and [`DistanceField::next_waypoint`] do it themselves): driving off a roof is a fall,
+//!   which our tank survives.
 //! * **Configuration space.** A cell is free when a tank centred on the cell's centre fits there **at every
 //!   heading**, with a margin of half a cell. Tanks turn while they drive (and turn in place at corners), so
 //!   the planner cannot rely on a heading. The footprint tested is the tank's rectangle (half-length and
@@ -111,6 +113,9 @@ use glam::{Vec2, Vec3};
 use crate::bzflag::msg::wrap_angle;
 use crate::bzflag::play::physics::Physics;
 use crate::bzflag::world::{ObstacleId, ObstacleKind, TankBox, WorldModel};
+
+/// [`NavGrid::component`] of a part the grid did not number: joined with every part.
+pub const ANY_PART: u32 = MANY as u32;
 
 /// Most cells along a side of a grid.
 pub const MAX_SIDE_CELLS: usize = 512;
@@ -579,6 +584,18 @@ impl NavGrid {
             return Some(p);
         }
         nearest_cell(&self.frame, p, |i| self.free_at(i)).map(|i| self.frame.centre(i))
+    }
+
+    /// The connected part of the free cells that `p` (or the nearest free cell, when one is within 3 units) is
+    /// in: two points with the same part are joined by a path. [`ANY_PART`] when the grid did not number it
+    /// (joined with every part); `None` when no free cell is near.
+    pub fn component(&self, p: Vec2) -> Option<u32> {
+        let q = self.nearest_free(p).filter(|q| q.distance(p) <= 3.0)?;
+        let i = self.frame.index(q)?;
+        match self.comp.get(i) {
+            Some(0) | None => None,
+            Some(&c) => Some(u32::from(c)),
+        }
     }
 
     fn connected(&self, a: usize, b: usize) -> bool {

@@ -229,7 +229,7 @@ impl Pilot {
         self.last_step = Some(now);
         let Some(me) = self.me else { return };
         let (phys, world, clock) = (sh.phys, sh.world, sh.clock);
-        let Control { speed, turn, jump, fire, drop_flag: drop, grab, target, .. } = *control;
+        let Control { speed, turn, jump, fire, drop_flag: drop, grab, grab_own_flag, target, .. } = *control;
         let fire = fire && may_fire;
 
         if self.tank.location == Location::Dead && self.alive_sent.is_none_or(|t| clock - t > ALIVE_REPEAT) {
@@ -265,7 +265,7 @@ impl Pilot {
                 let mut grabs = self.flags.grabs(clock, &self.tank, &sh.game.flags, phys);
                 grabs.retain(|m| match m {
                     ClientMsg::GrabFlag { index } => {
-                        sh.game.flags.get(index).is_none_or(|f| team_of_flag(f.abbv()) != Some(team))
+                        grab_own_flag || sh.game.flags.get(index).is_none_or(|f| team_of_flag(f.abbv()) != Some(team))
                     }
                     _ => true,
                 });

@@ -12,6 +12,7 @@ use glam::{Vec2, Vec3};
 
 use super::aim::{self, FiringSolution, Shooter, TargetTrack};
 use super::danger::{self, DangerOptions, PlayerSet, Threat};
+use super::levels::{Levels, Route};
 use super::nav::{NavGrid, Path};
 use crate::bzflag::consts::{FlagStatus, PlayerType, Team};
 use crate::bzflag::game::{Game, Player};
@@ -155,13 +156,36 @@ impl Me<'_> {
 
 /// The planner's grid of one server's world, built the first time a bot asks for it.
 #[derive(Debug, Default)]
-pub(crate) struct NavSlot(OnceCell<NavGrid>);
+pub(crate) struct NavSlot(OnceCell<NavGrid>, OnceCell<Levels>, TeamBoard);
 
 impl NavSlot {
     pub(crate) fn get(&self, world: &WorldModel, phys: &Physics) -> &NavGrid {
         self.0.get_or_init(|| NavGrid::build(world, phys))
     }
+
+    pub(crate) fn levels(&self, world: &WorldModel, phys: &Physics) -> &Levels {
+        self.1.get_or_init(|| Levels::build(world, phys, self.get(world, phys)))
+    }
 }
+
+/// What the bots of one server in one process tell each other: which flag each is going for, and how far it has
+/// to go. A claim holds for [`CLAIM_FOR`] seconds unless renewed.
+#[derive(Debug, Default)]
+pub(crate) struct TeamBoard(std::cell::RefCell<Vec<Claim>>);
+
+#[derive(Debug, Clone, Copy)]
+struct Claim {
+    team: Team,
+    player: u8,
+    flag: u16,
+    distance: f32,
+    at: f32,
+}
+
+/// Seconds a claim on a flag holds without being renewed.
+pub const CLAIM_FOR: f32 = 1.5;
+/// Most claims kept (one per bot and flag).
+const MAX_CLAIMS: usize = 256;
 
 /// The game as one bot sees it at one tick. See the module documentation.
 pub struct View<'a> {
@@ -260,6 +284,41 @@ impl<'a> View<'a> {
     /// The path planner's grid (built on first use, once per world and shared by every bot of the server).
     pub fn nav(&self) -> &'a NavGrid {
         self.nav.get(self.world, self.phys)
+    }
+
+    /// The levels of the world (ground and decks) and the hops between them (built on first use, once per world
+    /// and shared by every bot of the server).
+    pub fn levels(&self) -> &'a Levels {
+        self.nav.levels(self.world, self.phys)
+    }
+
+    /// A route over the levels for our tank from where it is to `goal`, avoiding the hops in `avoid` (`None`
+    /// when there is none, or when either end is on no modelled level).
+    pub fn route_to(&self, goal: Vec3, avoid: &[usize]) -> Option<Route> {
+        self.levels().route(self.world, self.nav(), self.me.tank.pos, goal, avoid)
+    }
+
+    /// Tells the other bots of our team in this process that we are going for flag `flag`, `distance` units of
+    /// driving away (renew it every tick or so: a claim lapses after [`CLAIM_FOR`] seconds).
+    pub fn claim_flag(&self, flag: u16, distance: f32) {
+        let mut claims = self.nav.2 .0.borrow_mut();
+        let now = self.time;
+        claims.retain(|c| now - c.at <= CLAIM_FOR && !(c.player == self.me.id && c.flag == flag));
+        if claims.len() < MAX_CLAIMS {
+            claims.push(Claim { team: self.me.team, player: self.me.id, flag, distance, at: now });
+        }
+    }
+
+    /// A living team mate (a bot of this process) that claimed flag `flag` lately and is nearer to it than
+    /// `distance`.
+    pub fn flag_claimed_by_mate(&self, flag: u16, distance: f32) -> Option<u8> {
+        let claims = self.nav.2 .0.borrow();
+        claims
+            .iter()
+            .filter(|c| c.team == self.me.team && c.player != self.me.id && c.flag == flag)
+            .filter(|c| self.time - c.at <= CLAIM_FOR && c.distance < distance)
+            .find(|c| self.tank(c.player).is_some_and(|t| t.alive))
+            .map(|c| c.player)
     }
 
     /// A path for our tank from where it is to `goal` around every obstacle (`None` when there is none).

@@ -304,6 +304,12 @@ fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {
         BotEvent::Killed { victim } => format!("killed player {victim}"),
         BotEvent::Grabbed { flag } => format!("grabbed {flag}"),
         BotEvent::Captured { team } => format!("captured a flag on the {} base", team.name()),
+        BotEvent::Unreachable { goal, what } => {
+            format!("cannot reach the {what} at ({:.1}, {:.1}, {:.1})", goal[0], goal[1], goal[2])
+        }
+        BotEvent::Stuck { pos, seconds } => {
+            format!("stuck for {seconds:.1} s at ({:.1}, {:.1}, {:.1}); backing out", pos[0], pos[1], pos[2])
+        }
         BotEvent::Disconnected { reason, retry_in: Some(s) } => format!("disconnected: {reason}; retrying in {s:.1} s"),
         BotEvent::Disconnected { reason, retry_in: None } => format!("disconnected: {reason}"),
         BotEvent::Yielded { free } => format!("left to make room for a human ({free} slots were free)"),

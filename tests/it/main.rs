@@ -6,6 +6,8 @@
 mod support;
 
 mod bots;
+mod bots_kick;
+mod bots_maps;
 mod captures;
 mod engine_captures;
 mod faults;

@@ -5,7 +5,8 @@
 //! is the pilot's: standing on our base with it) and only shoot what is already in our sights, dodging shots;
 //! carrying any other flag, drop it (a flag in hand keeps us from grabbing a team flag); our flag taken, hunt
 //! its carrier; else drive to the nearest enemy team flag that no team mate holds, fighting enemies that come
-//! close. In a game without team flags it plays as a [`Hunter`].
+//! close. When a team mate of this process is nearer to that flag (the bots share which flag each goes for), it
+//! hunts instead: the carrier of our flag first. In a game without team flags it plays as a [`Hunter`].
 
 use super::common::{evade, Driver, Gunner, Life};
 use super::hunter::Hunter;
@@ -21,7 +22,12 @@ pub struct Capper {
     gunner: Gunner,
     dropped_at: f32,
     life: Life,
+    /// Goals found out of reach lately, with when (reported once, then left alone for a while).
+    out_of_reach: Vec<(glam::Vec3, f32)>,
 }
+
+/// Seconds an unreachable goal is left alone before it is tried again.
+const RETRY_UNREACHABLE: f32 = 20.0;
 
 /// Enemies nearer than this are fought instead of driven past (unless we carry their flag).
 const FIGHT_RANGE: f32 = 70.0;
@@ -35,12 +41,18 @@ impl Capper {
             gunner: Gunner::default(),
             dropped_at: -1.0e9,
             life: Life::default(),
+            out_of_reach: Vec::new(),
         }
     }
 }
 
 impl Bot for Capper {
+    fn on_stuck(&mut self, view: &View<'_>) {
+        self.driver.stuck(view.time);
+    }
+
     fn tick(&mut self, view: &View<'_>, control: &mut Control) {
+        self.out_of_reach.retain(|(_, t)| view.time - *t < RETRY_UNREACHABLE);
         if self.life.dead(view, control, || {
             self.driver.reset();
             self.gunner.reset();
@@ -63,11 +75,12 @@ impl Bot for Capper {
 
         // An enemy flag in hand: home.
         if carried_team.is_some_and(|t| t != my_team) {
-            let home = view.bases(my_team).next().map(|b| b.pos.truncate());
+            let home = view.bases(my_team).next().map(|b| b.pos + glam::Vec3::new(0.0, 0.0, b.size.z));
             if !evade(view, control) {
                 match home {
                     Some(h) => {
-                        self.driver.drive_to(view, h, control);
+                        self.driver.drive_to3(view, h, control);
+                        self.note_unreachable(view, h, "base", control);
                     }
                     None => control.stop(),
                 }
@@ -86,9 +99,9 @@ impl Bot for Capper {
         if let Some(carrier) = own.and_then(|f| f.owner).and_then(|o| view.tank(o)).filter(|t| view.is_hostile(t.team))
         {
             let id = carrier.id;
-            let goal = carrier.pose.pos.truncate();
+            let goal = carrier.pose.pos;
             if !self.hunter.fight(view, control, Some(id)) {
-                self.driver.drive_to(view, goal, control);
+                self.driver.drive_to3(view, goal, control);
             }
             return;
         }
@@ -105,15 +118,33 @@ impl Bot for Capper {
             .flags()
             .filter(|f| f.team.is_some_and(|t| t != my_team) && f.status != FlagStatus::NoExist)
             .filter(|f| f.owner.is_none_or(|o| view.tank(o).is_some_and(|t| view.is_hostile(t.team))))
+            .filter(|f| !self.out_of_reach.iter().any(|(g, _)| g.distance(f.pos) < 5.0))
+            // A team mate nearer to that flag goes for it (the bots share which flag each goes for).
+            .filter(|f| view.flag_claimed_by_mate(f.index, f.pos.distance(me)).is_none())
             .min_by(|a, b| a.pos.distance_squared(me).total_cmp(&b.pos.distance_squared(me)));
+        // No flag left to us: hunt (the carrier of our flag first).
         match target {
             Some(f) => {
+                view.claim_flag(f.index, f.pos.distance(me));
                 if !evade(view, control) {
-                    self.driver.drive_to(view, f.pos.truncate(), control);
+                    self.driver.drive_to3(view, f.pos, control);
+                    self.note_unreachable(view, f.pos, "flag", control);
                 }
                 self.gunner.snap_shot(view, control);
             }
             None => self.hunter.tick(view, control),
+        }
+    }
+}
+
+impl Capper {
+    /// When the driver found no route to `goal`: says so once (a bot event) and leaves it alone for a while.
+    fn note_unreachable(&mut self, view: &View<'_>, goal: glam::Vec3, what: &str, control: &mut Control) {
+        if self.driver.unreachable().is_some_and(|g| g.distance(goal) < 1.0)
+            && !self.out_of_reach.iter().any(|(g, _)| g.distance(goal) < 5.0)
+        {
+            control.unreachable(goal, what);
+            self.out_of_reach.push((goal, view.time));
         }
     }
 }

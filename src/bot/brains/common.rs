@@ -5,6 +5,7 @@
 use glam::{Vec2, Vec3};
 
 use crate::bot::aim::{self, FiringSolution};
+use crate::bot::levels::{HopKind, Level, Route, GROUND};
 use crate::bot::nav::PathFollower;
 use crate::bot::{Control, TankView, View};
 use crate::bzflag::msg::wrap_angle;
@@ -73,7 +74,44 @@ pub struct Driver {
     unstick_speed: f32,
     unstick_tries: u32,
     failed_at: Option<f32>,
+    climb: Climb,
 }
+
+/// The three-dimensional side of a [`Driver`]: the route over the levels and the hop under way.
+#[derive(Debug, Clone, Default)]
+struct Climb {
+    route: Option<Route>,
+    goal: Option<Vec3>,
+    level: Option<Level>,
+    planned_at: f32,
+    phase: Phase,
+    phase_at: f32,
+    /// Hops that failed lately, with when: the plans avoid them for [`AVOID_FOR`] seconds.
+    avoid: Vec<(usize, f32)>,
+    unreachable: Option<Vec3>,
+    /// Drive straight on until then (out of a teleporter: the tank comes out in the doorway).
+    coast_until: f32,
+    /// The last waypoint on a deck: where, towards what, when.
+    deck_wp: Option<(Vec2, Vec2, f32)>,
+}
+
+/// Where a bot is in its next hop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Phase {
+    /// Driving on our level to the hop's start.
+    #[default]
+    Approach,
+    /// Driving from the start through the hop's `go` point (jumping there for a jump).
+    Go,
+    /// In the air after a jump.
+    Air,
+}
+
+/// Seconds a failed hop is left out of the plans.
+const AVOID_FOR: f32 = 30.0;
+/// Seconds to get to a hop's start, and through it, before it counts as failed.
+const APPROACH_LIMIT: f32 = 30.0;
+const GO_LIMIT: f32 = 6.0;
 
 /// What backing out of a jam tries, in turn (speed, and whether to turn): reversing while turning frees most
 /// jams, but not a tank that backed into a wall or a corner, which may not even turn there; then ahead, turning
@@ -141,6 +179,185 @@ impl Driver {
         arrived
     }
 
+    /// Like [`Driver::drive_to`] for a goal anywhere in three dimensions: on the ground, on a deck, on a raised
+    /// base. Follows a route over the levels ([`View::route_to`]): drives on its level to the next hop, then
+    /// drives off the edge, jumps or teleports, and plans again on the next level. Returns true once there.
+    /// When no route leads there, [`Driver::unreachable`] says so, and the tank drives as near as it can on the
+    /// ground.
+    pub fn drive_to3(&mut self, view: &View<'_>, goal: Vec3, control: &mut Control) -> bool {
+        let now = view.time;
+        let tank = view.me.tank;
+        if self.unstick(view, control) {
+            return false;
+        }
+        let levels = view.levels();
+        let here = levels.level_at(view.world, tank.pos);
+        let airborne = tank.status.contains(crate::bzflag::consts::PlayerStatus::FALLING);
+        let c = &mut self.climb;
+        c.avoid.retain(|(_, t)| now - *t < AVOID_FOR);
+        if c.phase == Phase::Air || (airborne && c.phase == Phase::Go) {
+            if airborne || here.is_none() {
+                // Nothing steers in the air: keep the speed of the takeoff.
+                control.turn = 0.0;
+                return false;
+            }
+            // Landed: where we meant to?
+            if let (Some(r), Some(l)) = (c.route.as_ref(), here) {
+                if let (Some(h), Some(&id)) = (r.hops.first(), r.hop_ids.first()) {
+                    if h.to != l {
+                        c.avoid.push((id, now));
+                    }
+                }
+            }
+            c.route = None;
+            c.phase = Phase::Approach;
+        }
+        let Some(here) = here else {
+            return self.drive_to(view, goal.truncate(), control);
+        };
+        if levels.level_of_goal(view.world, goal).is_none() {
+            return self.drive_to(view, goal.truncate(), control);
+        }
+        let c = &mut self.climb;
+        let moved = c.goal.is_none_or(|g| g.distance(goal) > GOAL_MOVE);
+        let stale = now - c.planned_at > REPLAN && c.phase == Phase::Approach;
+        if c.level.is_some_and(|l| l != here) && c.phase == Phase::Go {
+            if let Some(h) = c.route.as_ref().and_then(|r| r.hops.first()) {
+                if h.kind == HopKind::Teleport {
+                    c.coast_until = now + 0.3;
+                }
+            }
+        }
+        if now < c.coast_until {
+            control.drive(1.0, 0.0);
+            c.level = Some(here);
+            c.route = None;
+            c.phase = Phase::Approach;
+            return false;
+        }
+        if c.route.is_none() || moved || stale || c.level != Some(here) {
+            let avoid: Vec<usize> = c.avoid.iter().map(|(h, _)| *h).collect();
+            c.route = view.route_to(goal, &avoid);
+            c.goal = Some(goal);
+            c.level = Some(here);
+            c.planned_at = now;
+            c.phase = Phase::Approach;
+            c.phase_at = now;
+            c.unreachable = if c.route.is_none() { Some(goal) } else { None };
+        }
+        let Some(route) = c.route.clone() else {
+            return self.drive_to(view, goal.truncate(), control);
+        };
+        let Some((hop, id)) = route.hops.first().copied().zip(route.hop_ids.first().copied()) else {
+            // On the goal's level.
+            return if here == GROUND {
+                self.drive_to(view, goal.truncate(), control)
+            } else {
+                let to = self.deck_waypoint(view, here, goal.truncate());
+                steer_straight(view, to, 1.0, control) < 2.0 && to == goal.truncate()
+            };
+        };
+        let pos = tank.pos.truncate();
+        let c = &mut self.climb;
+        match c.phase {
+            Phase::Approach => {
+                if now - c.phase_at > APPROACH_LIMIT {
+                    c.avoid.push((id, now));
+                    c.route = None;
+                    return false;
+                }
+                let near = if matches!(hop.kind, HopKind::Jump { .. }) { 1.2 } else { 2.0 };
+                if pos.distance(hop.start) <= near {
+                    c.phase = Phase::Go;
+                    c.phase_at = now;
+                } else if here == GROUND && pos.distance(hop.start) > 6.0 {
+                    self.drive_to(view, hop.start, control);
+                } else if here != GROUND && pos.distance(hop.start) > 6.0 {
+                    let to = self.deck_waypoint(view, here, hop.start);
+                    steer_straight(view, to, 1.0, control);
+                } else {
+                    steer_straight(view, hop.start, 0.5, control);
+                }
+                false
+            }
+            Phase::Go => {
+                if now - c.phase_at > GO_LIMIT {
+                    c.avoid.push((id, now));
+                    c.route = None;
+                    c.phase = Phase::Approach;
+                    return false;
+                }
+                let dir = (hop.go - hop.start).normalize_or_zero();
+                let along = (pos - hop.start).dot(dir);
+                let length = hop.go.distance(hop.start);
+                match hop.kind {
+                    HopKind::Jump { speed } => {
+                        let heading = dir.y.atan2(dir.x);
+                        let err = wrap_angle(heading - tank.azimuth);
+                        if along < 0.5 && err.abs() > 0.05 {
+                            control.drive(0.0, turn_towards(view, err));
+                        } else {
+                            // Hold the line: aim at the takeoff point, then straight on.
+                            let aim = if along < length - 1.0 { hop.go } else { hop.go + dir * 10.0 };
+                            let d = aim - pos;
+                            let e = wrap_angle(d.y.atan2(d.x) - tank.azimuth);
+                            control.drive(speed, turn_towards(view, e) * 0.5);
+                            if along >= length - 0.3 && view.phys.jumping_allowed() {
+                                control.jump = true;
+                                control.turn = 0.0;
+                                c.phase = Phase::Air;
+                                c.phase_at = now;
+                            }
+                        }
+                    }
+                    HopKind::Drive | HopKind::Fall | HopKind::Teleport => {
+                        let speed = if hop.kind == HopKind::Teleport { 0.8 } else { 0.6 };
+                        steer_straight(view, hop.go + dir * 4.0, speed, control);
+                        if along > length + 6.0 {
+                            // Went through without reaching the level: that hop does not work.
+                            c.avoid.push((id, now));
+                            c.route = None;
+                            c.phase = Phase::Approach;
+                        }
+                    }
+                }
+                false
+            }
+            Phase::Air => false,
+        }
+    }
+
+    /// The next point to drive to on a deck, towards `to` (recomputed at most twice a second).
+    fn deck_waypoint(&mut self, view: &View<'_>, level: Level, to: Vec2) -> Vec2 {
+        let c = &mut self.climb;
+        if let Some((wp, target, at)) = c.deck_wp {
+            if view.time - at < 0.5 && target.distance(to) < 1.0 && wp.distance(view.me.tank.pos.truncate()) > 2.0 {
+                return wp;
+            }
+        }
+        let wp = view.levels().deck_waypoint(view.world, view.phys, level, view.me.tank.pos.truncate(), to);
+        c.deck_wp = Some((wp, to, view.time));
+        wp
+    }
+
+    /// The goal of the last [`Driver::drive_to3`] when no route leads to it from where we are.
+    pub fn unreachable(&self) -> Option<Vec3> {
+        self.climb.unreachable
+    }
+
+    /// Forgets the plan and the hop under way, and leaves the hop that was being tried out of the next plans (the
+    /// host's watchdog found the tank stuck).
+    pub fn stuck(&mut self, now: f32) {
+        if let Some(&id) = self.climb.route.as_ref().and_then(|r| r.hop_ids.first()) {
+            if self.climb.phase != Phase::Approach {
+                self.climb.avoid.push((id, now));
+            }
+        }
+        let avoid = std::mem::take(&mut self.climb.avoid);
+        self.reset();
+        self.climb.avoid = avoid;
+    }
+
     /// Notes when the tank is told to drive but does not move; after a second of that, backs out and turns.
     pub fn watch_progress(&mut self, view: &View<'_>, control: &Control) {
         let speed = view.me.tank.vel.truncate().length();
@@ -176,6 +393,18 @@ impl Driver {
         }
         false
     }
+}
+
+/// Drives straight at `to` (turning in place first when it is well off the nose), at most at `speed`; returns
+/// the distance left.
+fn steer_straight(view: &View<'_>, to: Vec2, speed: f32, control: &mut Control) -> f32 {
+    let tank = view.me.tank;
+    let d = to - tank.pos.truncate();
+    let err = wrap_angle(d.y.atan2(d.x) - tank.azimuth);
+    let dist = d.length();
+    let v = if err.abs() > 0.7 { 0.0 } else { speed.min((dist / 6.0).max(0.25)) };
+    control.drive(v, turn_towards(view, err));
+    dist
 }
 
 /// Target choice, leading and the trigger. See the module documentation.
@@ -323,7 +552,8 @@ impl Gunner {
                 let track = view.track(target).sample(3.0, aim::SAMPLE_STEP);
                 aim::would_hit(&view.shooter(), view.me.azimuth(), &track, view.phys, view.world).is_some()
             }
-        };
+        } && !endangers_team_mate(view)
+            && !endangers_me(view);
         if control.fire {
             self.fired_at = Some(view.time);
         }
@@ -345,7 +575,14 @@ impl Gunner {
         }
         let reach = 0.8 * view.phys.shock_out_radius;
         let me = view.me.pos();
-        if view.me.reload == 0.0 && view.enemies().first().is_some_and(|t| t.pose.pos.distance(me) < reach) {
+        let mate_near = view.phys.team_kills()
+            && view.tanks().iter().any(|t| {
+                t.alive && t.id != view.me.id && !view.is_hostile(t.team) && t.pose.pos.distance(me) < 1.2 * reach
+            });
+        if view.me.reload == 0.0
+            && !mate_near
+            && view.enemies().first().is_some_and(|t| t.pose.pos.distance(me) < reach)
+        {
             control.fire = true;
         }
         true
@@ -365,7 +602,12 @@ impl Gunner {
         };
         for t in view.enemies().into_iter().filter(ahead).take(2) {
             if let Some(sol) = view.lead(t) {
-                if sol.clear && sol.on_target(az) && worth_it(view, t, sol.flight_time) {
+                if sol.clear
+                    && sol.on_target(az)
+                    && worth_it(view, t, sol.flight_time)
+                    && !endangers_team_mate(view)
+                    && !endangers_me(view)
+                {
                     control.fire = true;
                     control.target = Some(t.id);
                     self.fired_at = Some(view.time);
@@ -375,6 +617,65 @@ impl Gunner {
         }
     }
 }
+
+/// Whether the shot fired now at our heading would come near a team mate: along the shot's real path through
+/// the world, ricochets and teleporters included, against each team mate's predicted track, over the shot's
+/// whole flight (not only up to its target: a target may dodge, and the shot flies on). Always false when the
+/// server has team kills off.
+pub fn endangers_team_mate(view: &View<'_>) -> bool {
+    if !view.phys.team_kills() {
+        return false;
+    }
+    let me = view.me.pos();
+    let reach = view.phys.shot_speed * view.phys.reload_time + 20.0;
+    let mut mates: Vec<&TankView> = view
+        .tanks()
+        .iter()
+        .filter(|t| t.alive && t.id != view.me.id && !view.is_hostile(t.team) && t.pose.pos.distance(me) < reach)
+        .collect();
+    if mates.is_empty() {
+        return false;
+    }
+    mates.sort_by(|a, b| a.pose.pos.distance_squared(me).total_cmp(&b.pose.pos.distance_squared(me)));
+    let shot = aim::fire_at(&view.shooter(), view.me.azimuth(), view.phys, Some(view.world));
+    let path = aim::flown_path(&shot, view.phys, Some(view.world));
+    // A shot that misses its target flies on: check its whole flight, not only up to the target.
+    let horizon = shot.lifetime.clamp(0.0, 10.0);
+    // Team mates are bots or people that do not keep to their predicted line: the later the shot gets there,
+    // the wider the berth.
+    let drift = MATE_DRIFT * view.phys.tank_speed;
+    mates.iter().take(MAX_MATES_CHECKED).any(|t| {
+        let track = view.track(t).sample(horizon, aim::SAMPLE_STEP);
+        aim::closest_approach(&path, 0.0, &track)
+            .is_some_and(|a| a.time <= horizon && a.miss < track.hit_radius + MATE_MARGIN + drift * a.time)
+    })
+}
+
+/// Whether the shot fired now at our heading comes back at us after a ricochet or a teleporter during its flight
+/// (our own tank on its present course, given a wider berth the later the shot comes back).
+pub fn endangers_me(view: &View<'_>) -> bool {
+    let shot = aim::fire_at(&view.shooter(), view.me.azimuth(), view.phys, Some(view.world));
+    let path = aim::flown_path(&shot, view.phys, Some(view.world));
+    let Some(after_first) = path.get(1..).filter(|p| !p.is_empty()) else { return false };
+    let horizon = shot.lifetime.clamp(0.0, 10.0);
+    let track = aim::TargetTrack::own(view.me.tank, view.phys).sample(horizon, aim::SAMPLE_STEP);
+    // We may turn away from our present course: the later the shot comes back, the wider the berth.
+    let drift = SELF_DRIFT * view.phys.tank_speed;
+    aim::closest_approach(after_first, 0.0, &track)
+        .is_some_and(|a| a.time <= horizon && a.miss < track.hit_radius + MATE_MARGIN + drift * a.time)
+}
+
+/// How far (as a fraction of `_tankSpeed` per second of the shot's flight) our own tank may stray from its
+/// present course before one of our ricochets comes back.
+const SELF_DRIFT: f32 = 0.3;
+
+/// Team mates whose tracks a shot is checked against (the nearest ones).
+const MAX_MATES_CHECKED: usize = 8;
+/// Room left round a team mate: it may swerve from its predicted track.
+const MATE_MARGIN: f32 = 2.0;
+/// How far (as a fraction of `_tankSpeed` per second of the shot's flight) a team mate may stray from its
+/// predicted track.
+const MATE_DRIFT: f32 = 0.5;
 
 /// Steers out of the way of shots that would hit us within the next second: sets `control` to the best
 /// escape and returns true, or returns false when nothing threatens.

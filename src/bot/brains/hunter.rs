@@ -166,8 +166,27 @@ impl Bot for Hunter {
         if self.driver.unstick(view, control) {
             return;
         }
+        // In capture the flag, the enemy who carries our team's flag comes first: chase it wherever it goes.
+        let carrier = view
+            .team_flag(view.me.team)
+            .and_then(|f| f.owner)
+            .and_then(|o| view.tank(o))
+            .filter(|t| view.is_hostile(t.team) && t.alive);
+        if let Some(c) = carrier {
+            let (id, goal) = (c.id, c.pose.pos);
+            if !self.fight(view, control, Some(id)) {
+                self.driver.drive_to3(view, goal, control);
+                self.gunner.snap_shot(view, control);
+            }
+            return;
+        }
         if !self.fight(view, control, None) {
             self.seek(view, control);
         }
+    }
+
+    fn on_stuck(&mut self, view: &View<'_>) {
+        self.driver.stuck(view.time);
+        self.backing_until = 0.0;
     }
 }

@@ -33,6 +33,10 @@ use super::netstats::NetStats;
 
 /// How often expired shots are dropped from [`Game::shots`].
 const PRUNE_EVERY: Duration = Duration::from_millis(250);
+/// How many of the server's lines before a `MsgSuperKill` make its reason (a kick sends two at most).
+const KICK_TEXT_LINES: usize = 4;
+/// Lines older than this when the `MsgSuperKill` comes were not about it (bzfs sends them in one go).
+const KICK_TEXT_AGE: Duration = Duration::from_secs(2);
 
 /// The largest world blob we accept (the biggest real worlds are a few hundred KiB compressed).
 pub const MAX_WORLD_BYTES: usize = 32 * 1024 * 1024;
@@ -150,11 +154,16 @@ pub enum SessionEnd {
         /// The server's reason.
         reason: String,
     },
-    /// The server dropped us (`MsgSuperKill`), with the last server message as the reason if there was one.
+    /// The server dropped us (`MsgSuperKill`) after telling us why: the server messages sent to us right before
+    /// it (bzfs 2.4.26 sends "You were kicked off the server", then "Reason given: WHY", then the kill).
     Kicked {
-        /// Reason.
+        /// The server's messages that came with the kick, joined with "; ".
         reason: String,
     },
+    /// The server dropped everybody without a word (`MsgSuperKill` with no server message right before it): bzfs
+    /// does that to every player when it is stopped (SIGTERM, SIGINT, `/shutdownserver`) or restarted. Unlike a
+    /// kick, coming back later is the right thing to do.
+    Shutdown,
     /// The server has no free slot (hello id 0xFF).
     ServerFull,
     /// The server closed the connection.
@@ -180,7 +189,10 @@ impl SessionEnd {
             SessionEnd::ConnectFailed(_) => 3,
             SessionEnd::Rejected { .. } | SessionEnd::ServerFull => 4,
             SessionEnd::Kicked { .. } => 5,
-            SessionEnd::ServerClosed { .. } | SessionEnd::Timeout { .. } | SessionEnd::Protocol(_) => 6,
+            SessionEnd::Shutdown
+            | SessionEnd::ServerClosed { .. }
+            | SessionEnd::Timeout { .. }
+            | SessionEnd::Protocol(_) => 6,
         }
     }
 }
@@ -195,6 +207,7 @@ impl std::fmt::Display for SessionEnd {
             }
             SessionEnd::Kicked { reason } if reason.is_empty() => write!(f, "kicked by the server"),
             SessionEnd::Kicked { reason } => write!(f, "kicked by the server: {reason}"),
+            SessionEnd::Shutdown => write!(f, "the server shut down (MsgSuperKill with no reason)"),
             SessionEnd::ServerFull => write!(f, "the server is full (no free player slot)"),
             SessionEnd::ServerClosed { during } => write!(f, "the server closed the connection during {during}"),
             SessionEnd::Timeout { during } => write!(f, "timed out during {during}"),
@@ -281,7 +294,9 @@ pub struct Session {
     world_md5: Md5,
     world_total: Option<usize>,
     world_blob: Option<Vec<u8>>,
-    last_server_text: Option<String>,
+    /// The server messages to us (or to all) since the last other message over TCP, with when they came: what
+    /// a `MsgSuperKill` right after them was about. At most [`KICK_TEXT_LINES`].
+    kick_text: VecDeque<(Instant, String)>,
     leaving: bool,
     warnings: u64,
     query: Option<QueryAnswer>,
@@ -330,7 +345,7 @@ impl Session {
             world_md5: Md5::new(),
             world_total: None,
             world_blob: None,
-            last_server_text: None,
+            kick_text: VecDeque::new(),
             leaving: false,
             warnings: 0,
             query: None,
@@ -667,6 +682,37 @@ impl Session {
         self.events.push_back(Event::Warning { message });
     }
 
+    /// Keeps the run of server messages to us that came over TCP with no other message after them: bzfs sends a
+    /// kicked player its reasons and then, at once, `MsgSuperKill` (a shutdown sends the kill alone).
+    fn note_kick_text(&mut self, now: Instant, msg: &ServerMsg) {
+        match msg {
+            ServerMsg::Message { from: player::SERVER, to, text, .. }
+                if *to == player::ALL_PLAYERS || Some(*to) == self.game.my_id =>
+            {
+                if self.kick_text.len() >= KICK_TEXT_LINES {
+                    self.kick_text.pop_front();
+                }
+                self.kick_text.push_back((now, text.clone()));
+            }
+            // The server's lines to others (its admin channel) come between a kicked player's lines and the kill.
+            ServerMsg::Message { from: player::SERVER, .. } | ServerMsg::SuperKill => {}
+            _ => self.kick_text.clear(),
+        }
+    }
+
+    /// What a `MsgSuperKill` arriving now was about: the server's lines sent right before it, or `None` when it
+    /// came alone (a shutdown).
+    fn kick_reason(&mut self, now: Instant) -> Option<String> {
+        let lines: Vec<String> = self
+            .kick_text
+            .drain(..)
+            .filter(|(at, _)| now.saturating_duration_since(*at) <= KICK_TEXT_AGE)
+            .map(|(_, text)| text.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
+    }
+
     fn close(&mut self, end: SessionEnd) {
         if self.state == State::Closed {
             return;
@@ -823,6 +869,9 @@ impl Session {
             }
         };
         trace!(code = %describe_code(code), via_udp, "recv");
+        if !via_udp {
+            self.note_kick_text(now, &msg);
+        }
         self.on_message(now, msg, via_udp);
     }
 
@@ -947,8 +996,11 @@ impl Session {
             }
             M::Reject { code, reason } => self.close(SessionEnd::Rejected { code, reason }),
             M::SuperKill => {
-                let reason = self.last_server_text.take().unwrap_or_default();
-                self.close(SessionEnd::Kicked { reason });
+                let end = match self.kick_reason(now) {
+                    Some(reason) => SessionEnd::Kicked { reason },
+                    None => SessionEnd::Shutdown,
+                };
+                self.close(end);
             }
             // ---- roster
             M::SetVar { vars } => {
@@ -1174,9 +1226,6 @@ impl Session {
                 }
             }
             M::Message { from, to, kind, text } => {
-                if from == player::SERVER {
-                    self.last_server_text = Some(text.clone());
-                }
                 let from_callsign = self.game.name_of(from);
                 let to_name = self.game.name_of(to);
                 self.events.push_back(Event::Chat { from, from_callsign, to, to_name, action: kind == 1, text });

@@ -298,6 +298,48 @@ fn a_kick_carries_the_last_server_message() {
 }
 
 #[test]
+fn a_kick_reason_is_every_line_sent_with_it_and_nothing_older() {
+    let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+    d.hello(0);
+    d.send(ServerMsg::Accept { id: 3 });
+    let line = |to: u8, text: &str| ServerMsg::Message { from: 253, to, kind: 0, text: text.into() };
+    d.send(line(3, "You are in observer mode."));
+    d.send(ServerMsg::TimeUpdate { seconds: 300 });
+    // bzfs's /kick: two lines to the player, one to the admins, then the kill, in one go.
+    let mut burst = line(3, "You were kicked off the server").encode();
+    burst.extend(line(3, "Reason given: enough").encode());
+    burst.extend(line(252, "bot kicked by admin, reason: enough").encode());
+    burst.extend(ServerMsg::SuperKill.encode());
+    d.bytes(&burst);
+    assert_eq!(d.end_code(), Some(5));
+    let reason = "You were kicked off the server; Reason given: enough";
+    assert!(d.events.contains(&Event::Kicked { reason: reason.into() }), "{:?}", d.events);
+}
+
+#[test]
+fn a_superkill_alone_is_a_shutdown_not_a_kick_with_an_old_message() {
+    // The welcome text, then the game, then bzfs stopping: no reason, so no kick.
+    let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+    d.hello(0);
+    d.send(ServerMsg::Accept { id: 3 });
+    d.send(ServerMsg::Message { from: 253, to: 3, kind: 0, text: "You are in observer mode.".into() });
+    d.send(ServerMsg::TimeUpdate { seconds: 300 });
+    d.send(ServerMsg::SuperKill);
+    assert_eq!(d.s.end(), Some(&SessionEnd::Shutdown));
+    assert_eq!(d.end_code(), Some(6));
+    assert!(!d.events.iter().any(|e| matches!(e, Event::Kicked { .. })), "{:?}", d.events);
+
+    // A server line that is the last message but long ago is not the reason either.
+    let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+    d.hello(0);
+    d.send(ServerMsg::Accept { id: 3 });
+    d.send(ServerMsg::Message { from: 253, to: 3, kind: 0, text: "Welcome".into() });
+    d.advance(Duration::from_secs(5));
+    d.send(ServerMsg::SuperKill);
+    assert_eq!(d.s.end(), Some(&SessionEnd::Shutdown));
+}
+
+#[test]
 fn hello_problems_are_typed() {
     let mut d = Drive::new(SessionConfig::default());
     d.bytes(b"HTTP/1.1 400 Bad Request\r\n");

@@ -301,6 +301,21 @@ impl Bzfs {
         self.log.text()
     }
 
+    /// Stops the server the way an operator does (SIGTERM: bzfs sends every player a `MsgSuperKill` and exits)
+    /// and waits up to `timeout` for it to exit; returns its whole log. Panics if it is still running then.
+    #[track_caller]
+    pub fn terminate(&mut self, timeout: Duration) -> String {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        assert!(status.as_ref().is_ok_and(|s| s.success()), "kill -TERM {} failed: {status:?}", self.child.id());
+        let deadline = Instant::now() + timeout;
+        while self.is_running() {
+            assert!(Instant::now() < deadline, "bzfs did not exit within {timeout:?} of SIGTERM");
+            thread::sleep(Duration::from_millis(50));
+        }
+        self.log.wait_until(Duration::from_secs(2), |_| false);
+        self.log.text()
+    }
+
     /// Starts the same command again on the same port (after [`Bzfs::kill_now`], or killing it first), retrying
     /// for up to `timeout` while the port is still taken. The log starts afresh.
     #[track_caller]
