@@ -141,6 +141,11 @@ function onState(s) {
   for (const i of s.flags_gone || []) flags.delete(i);
   if (s.net) { netById = new Map(Object.entries(s.net).map(([k, v]) => [Number(k), v])); }
   if (s.teams) teams = s.teams;
+  if (s.link) {
+    const l = s.link;
+    const ms = (v) => (typeof v === "number" ? v.toFixed(1) + " ms" : "–");
+    $("link").textContent = `our link: lag ${ms(l.lag_ms)}, /lagstats round trip ${ms(l.command_rtt_ms)}, UDP ${l.udp ? "up" : "down"}`;
+  }
   state = s;
   if (s.full || s.players.length || s.gone || s.net || s.teams) renderScoreboard();
 }

@@ -460,6 +460,7 @@ impl WebView {
             })
             .collect();
         out["flags"] = flags_json(game, &phys, now);
+        out["link"] = link_json(reactor, sid, now);
         out["shots"] = s
             .tracker
             .iter()
@@ -600,6 +601,7 @@ impl WebView {
         }
         if let Some(net) = net {
             out["net"] = Value::Object(net);
+            out["link"] = link_json(reactor, sid, now);
         }
         if !full {
             let s = &mut self.servers[si];
@@ -613,6 +615,18 @@ impl WebView {
         }
         out
     }
+}
+
+/// Our own observer's link: the server's lag figure for it (`/lagstats`), the round trip of our last `/lagstats`
+/// request, and whether UDP is up.
+fn link_json(reactor: &Reactor, sid: SessionId, now: Instant) -> Value {
+    let Some(session) = reactor.session(sid) else { return Value::Null };
+    let net = session.net_stats();
+    json!({
+        "lag_ms": net.own_lag_ms(now).map(|v| round2(v)),
+        "command_rtt_ms": net.command_rtt_ms(now).map(|v| (v * 100.0).round() / 100.0),
+        "udp": session.udp_up(),
+    })
 }
 
 /// A 64-bit signature of a value (to tell whether it changed since it was last sent).

@@ -95,7 +95,9 @@ fn reconnect_across_a_bzfs_restart_with_a_browser_connected() {
     bzfs.restart(Duration::from_secs(20));
     let (v, ok) = browser.wait_for(status_js, Duration::from_secs(90), |v| v == "live");
     assert!(ok, "the page never came back: {v}\nstdout:\n{}\nstderr:\n{}", obs.stdout(), obs.stderr());
-    assert!(obs.stdout().contains("--- reconnected"), "{}", obs.stdout());
+    // The page goes live in the turn the observer is accepted again; its stdout line comes through a pipe.
+    let said = obs.wait_for(true, Duration::from_secs(20), |out| out.contains("--- reconnected"));
+    assert!(said, "{}", obs.stdout());
     // The game after the restart reaches the same page: bots that join now are on its scoreboard.
     let _bots = bots("hunter", 2, &bzfs);
     let (v, ok) = browser.wait_for(PLAYERS_JS, Duration::from_secs(60), |v| {
