@@ -138,7 +138,7 @@ struct ObserveArgs {
     /// dead-reckoning error (p50, p95, max), lag (from the server's /lagstats, asked for a little before), out of
     /// order and missing updates, time since the last update, and why the player is flagged, if it is ("netstats"
     /// JSON lines, or "--- net" text lines); 0 never.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = bzhead::args::float(0.0, 86_400.0))]
     netstats: f64,
     /// When the server goes away (closes, restarts, stops answering for --idle-timeout, or shuts down), come back
     /// with back-off (0.5 s doubling to 30 s), keeping the output and filters; prints "reconnecting" and
