@@ -44,8 +44,8 @@ pub struct MonitorArgs {
     /// Serve the API, the metrics and the page on ADDR (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
-    /// Seconds between the starts of two rounds.
-    #[arg(long, value_name = "SECONDS")]
+    /// Seconds between the starts of two rounds [default: 60].
+    #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(0.05, 86_400.0))]
     interval: Option<f64>,
     /// A server, PROTOCOL=ADDR[:PORT] (repeatable).
     #[arg(long = "server", value_name = "PROTOCOL=ADDR")]
@@ -56,26 +56,26 @@ pub struct MonitorArgs {
     /// A TOML configuration (see docs/monitor.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Failed rounds in a row before a server is down.
-    #[arg(long, value_name = "N")]
+    /// Failed rounds in a row before a server is down [default: 2].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 1000))]
     down_after: Option<u32>,
-    /// Datagrams per second at most.
-    #[arg(long, value_name = "N")]
+    /// Datagrams per second at most [default: 1000].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 1_000_000))]
     rate: Option<u32>,
-    /// Wait this long for the answer to a first request (then twice as long per retry).
-    #[arg(long, value_name = "MS")]
+    /// Wait this long for the answer to a first request (then twice as long per retry) [default: 1000].
+    #[arg(long, value_name = "MS", value_parser = bzhead::args::int(1u64, 600_000))]
     timeout_ms: Option<u64>,
-    /// Re-send an unanswered request this many times.
-    #[arg(long, value_name = "N")]
+    /// Re-send an unanswered request this many times [default: 2].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, 16))]
     retries: Option<u32>,
     /// Take master entries with special-use addresses (loopback, private networks...) too.
     #[arg(long)]
     allow_private: bool,
-    /// Most ports taken per host from a master's list.
-    #[arg(long, value_name = "N")]
+    /// Most ports taken per host from a master's list [default: 4].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 65_535))]
     max_ports_per_host: Option<u32>,
     /// Stop after this many rounds (for tests and benchmarks).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u64, u64::MAX))]
     rounds: Option<u64>,
     /// Print one JSON line per round on stdout (its number, duration and counts).
     #[arg(long)]

@@ -148,7 +148,7 @@ mod tests {
             .join("\n");
         let c = parse(&example).unwrap();
         assert_eq!(c.interval, Some(60.0));
-        assert_eq!(c.server[0].verify_join, true);
+        assert!(c.server[0].verify_join);
         assert_eq!(c.master[0].game_protocol, Some(68));
         assert!(parse("bogus = 1").is_err());
     }

@@ -106,6 +106,9 @@ impl Server {
     }
 }
 
+/// A name's stints per server (protocol, address): (first seen, last seen).
+type Stints = HashMap<(String, String), (i64, i64)>;
+
 /// Counters the metrics show.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -128,7 +131,7 @@ pub struct Monitor {
     published: VecDeque<EventRow>,
     unpublished: VecDeque<(u64, Vec<EventRow>)>,
     /// name → (protocol, address) → (first seen, last seen).
-    players: HashMap<String, HashMap<(String, String), (i64, i64)>>,
+    players: HashMap<String, Stints>,
     sightings: usize,
     round: u64,
     round_t: i64,

@@ -193,6 +193,9 @@ pub enum Written {
     },
 }
 
+/// One sample as a restart reads it: (Unix time, answered, players).
+pub type HistoryPoint = (i64, bool, Option<i64>);
+
 /// What a database holds at start: enough to resume the monitor.
 #[derive(Debug, Default)]
 pub struct Loaded {
@@ -205,7 +208,7 @@ pub struct Loaded {
     /// The next event id.
     pub next_event_id: u64,
     /// Recent samples per server (protocol, address) → (t, up, players), oldest first.
-    pub history: HashMap<(String, String), Vec<(i64, bool, Option<i64>)>>,
+    pub history: HashMap<(String, String), Vec<HistoryPoint>>,
 }
 
 /// Opens (creating or migrating) the database at `path` and sets WAL mode.

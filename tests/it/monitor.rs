@@ -539,3 +539,55 @@ fn verify_join_joins_a_real_bzfs_as_an_observer_and_reports_it() {
     assert!(bzfs.wait_for_log("bzhead-monitor", WAIT), "{}", bzfs.log());
     assert!(bzfs.wait_for_log("removed", WAIT), "{}", bzfs.log());
 }
+
+/// A metric's value in a Prometheus text exposition.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
+}
+
+#[test]
+fn a_database_that_cannot_be_written_is_reported_while_scanning_goes_on_and_writing_resumes() {
+    let plugins = real_plugin_dir();
+    let dir = TempDir::new("monitor-db-locked");
+    let db = dir.join("m.db");
+    let oa = GameServer::openarena("bzhead locked OA", 1);
+    let args: Vec<String> = vec!["--interval".into(), "0.5".into(), "--server".into(), format!("quake3={}", oa.addr())];
+    let m = MonitorProc::start(&db, &plugins, &args);
+    m.wait_servers("OpenArena up", WAIT * 2, |s| s.iter().any(|v| v["up"] == true));
+    let wait_metrics = |what: &str, pred: &dyn Fn(&str) -> bool| -> String {
+        let deadline = Instant::now() + WAIT * 3;
+        loop {
+            let (_, text) = m.get("/metrics");
+            if pred(&text) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "{what}: {text}\n{}", m.log.text());
+            thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // Another process takes the write lock: every write fails (as on a full disk or a read-only file).
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let text = wait_metrics("db errors", &|t| {
+        metric(t, "bzhead_monitor_db_ok") == Some(0.0)
+            && metric(t, "bzhead_monitor_db_errors_total").unwrap_or(0.0) >= 1.0
+    });
+    let rounds_then = metric(&text, "bzhead_monitor_rounds_total").unwrap();
+    // Scanning and the API go on.
+    wait_metrics("rounds go on", &|t| metric(t, "bzhead_monitor_rounds_total").unwrap_or(0.0) >= rounds_then + 2.0);
+    assert_eq!(m.json("/api/servers")["servers"][0]["up"], true);
+    assert!(m.log.text().contains("cannot write to the database"), "{}", m.log.text());
+    // The lock goes: the queued rounds are written and the database is fine again.
+    let commits_then = metric(&m.get("/metrics").1, "bzhead_monitor_db_commits_total").unwrap();
+    holder.execute_batch("COMMIT").unwrap();
+    drop(holder);
+    wait_metrics("writes resume", &|t| {
+        metric(t, "bzhead_monitor_db_ok") == Some(1.0)
+            && metric(t, "bzhead_monitor_db_commits_total").unwrap_or(0.0) >= commits_then + 2.0
+            && metric(t, "bzhead_monitor_db_dropped_rounds_total") == Some(0.0)
+    });
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let rounds: i64 = c.query_row("SELECT count(DISTINCT t) FROM samples", [], |r| r.get(0)).unwrap();
+    assert!(rounds >= 2, "{rounds}");
+}
