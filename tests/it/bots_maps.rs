@@ -258,3 +258,46 @@ fn the_watchdog_reports_a_bot_that_is_asked_to_drive_and_does_not_move_and_backs
         assert!(!log.contains(bad), "bzfs logged {bad:?}:\n{log}");
     }
 }
+
+#[test]
+fn two_cappers_of_one_team_capture_together_and_one_carries() {
+    let bzfs = ctf_server("ctf-raised.bzw");
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let cappers: Vec<BotId> = (0..2)
+        .map(|i| {
+            let config =
+                BotConfig { callsign: format!("capper{i}"), team: Team::Red, seed: i + 3, ..BotConfig::default() };
+            host.add_bot(bzfs.addr(), config, Box::new(Capper::new(i + 3)))
+        })
+        .collect();
+    host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "sitter".into(), team: Team::Green, ..BotConfig::default() },
+        Box::new(Sitter),
+    );
+    let start = Instant::now();
+    let mut grabbed_by = Vec::new();
+    let mut captured = false;
+    while start.elapsed() < Duration::from_secs(240) && !captured {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            match e {
+                HostEvent::Bot { bot, event: BotEvent::Grabbed { flag }, .. } if flag.starts_with('G') => {
+                    grabbed_by.push(bot);
+                }
+                HostEvent::Bot { event: BotEvent::Captured { .. }, .. } => captured = true,
+                HostEvent::Bot { event: BotEvent::Stopped { reason }, .. } => panic!("a bot stopped: {reason}"),
+                _ => {}
+            }
+        }
+    }
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(5));
+    assert!(captured, "no capture in 240 s\n{}", bzfs.log());
+    grabbed_by.dedup();
+    assert_eq!(grabbed_by.len(), 1, "both cappers grabbed the flag: {grabbed_by:?} of {cappers:?}");
+    let log = bzfs.log();
+    for bad in BAD {
+        assert!(!log.contains(bad), "bzfs logged {bad:?}:\n{log}");
+    }
+}
