@@ -110,9 +110,11 @@ fn forged_datagrams_to_a_sessions_udp_port_change_no_game_state_and_are_counted_
     pump(
         &mut r,
         &mut events,
+        // The witness's MsgAddPlayer may come after our UDP link is up: wait for all three.
         &|ev| {
             ev.iter().any(|e| matches!(e, Event::Accept { .. }))
                 && ev.iter().any(|e| matches!(e, Event::UdpLink { up: true, .. }))
+                && ev.iter().any(|e| matches!(e, Event::Join { callsign, .. } if callsign == "witness"))
         },
         deadline,
     );
