@@ -19,12 +19,12 @@
 //! * [`observer`]: what the `observe` command prints (bzadmin-style text or JSON lines); [`netwatch`]: its
 //!   per-player `netstats` lines and `--reconnect` back-off.
 //! * [`cache`]: the on-disk world cache the reactor answers the engine's world requests from.
-//! * [`world_cmd`]: the `world` command (fetch a world, print its model as text or JSON, draw an SVG map).
+//! * [`fetch`]: a server's world fetched with a world-only session (what the `world` command prints and draws).
 //! * [`text`]: text from peers made safe for a terminal (every text output goes through it).
 //! * [`args`]: value parsers that refuse NaN, infinities and out-of-range numbers on the command line.
 //!
-//! The binary (`src/main.rs`, `src/cli/`) is a thin clap layer over these; its exit codes are documented in the
-//! README.
+//! The binary is a thin clap layer over these: `src/main.rs` parses and dispatches to one module per command in
+//! `src/cli/` (observe, replay, query, scan, world, monitor, bot); its exit codes are documented in the README.
 //!
 //! Vectors in the public API are [`glam`]'s (`Vec2`, `Vec3`, and `Affine3A` in world transforms), re-exported here
 //! ([`Vec2`], [`Vec3`], [`Affine3A`], and the crate itself as [`glam`]) so that users need no `glam` dependency of
@@ -54,6 +54,8 @@ pub mod bzflag;
 #[forbid(unsafe_code)]
 pub mod cache;
 #[forbid(unsafe_code)]
+pub mod fetch;
+#[forbid(unsafe_code)]
 pub mod http;
 #[forbid(unsafe_code)]
 pub mod monitor;
@@ -71,5 +73,3 @@ pub mod text;
 pub mod web;
 #[forbid(unsafe_code)]
 pub mod wire;
-#[forbid(unsafe_code)]
-pub mod world_cmd;

@@ -10,13 +10,7 @@ use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::observer::{format_t, json_line, text_line, Filter};
 
-/// Exit codes shared with the other commands.
-const OK: u8 = 0;
-const USAGE: u8 = 2;
-const CONNECT: u8 = 3;
-const REJECTED: u8 = 4;
-const KICKED: u8 = 5;
-const PROTOCOL: u8 = 6;
+use super::exit::{CONNECT, KICKED, OK, PROTOCOL, REJECTED, USAGE};
 
 /// Arguments of `bzhead bot`.
 #[derive(clap::Args)]

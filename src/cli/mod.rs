@@ -1,9 +1,78 @@
-//! Command-line front ends kept out of `main.rs` (which only dispatches to them).
+//! The command line: one module per command, each parsing its own arguments and returning the exit code.
+//! `main.rs` only parses, sets up logging and dispatches to these.
+//!
+//! * [`observe`]: `observe` (and, with `--web`, [`web`]); [`replay`]: `replay`.
+//! * [`query_bzflag`]: `query bzflag`; [`query`]: `query PROTOCOL`, `plugins` and `scan`.
+//! * [`world`]: `world`; [`monitor`]: `monitor`; [`bot`]: `bot`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bzhead::cache::WorldCache;
 
 pub mod bot;
 pub mod monitor;
+pub mod observe;
 pub mod query;
+pub mod query_bzflag;
+pub mod replay;
 pub mod web;
+pub mod world;
+
+/// Exit codes of the game commands (documented in the README and `--help`; `query PROTOCOL` and `scan` have
+/// their own, [`query::QUERY_EXIT_CODES`]).
+pub mod exit {
+    /// Clean leave, done.
+    pub const OK: u8 = 0;
+    /// Usage error.
+    pub const USAGE: u8 = 2;
+    /// Cannot connect.
+    pub const CONNECT: u8 = 3;
+    /// Rejected by the server.
+    pub const REJECTED: u8 = 4;
+    /// Kicked or superkilled.
+    pub const KICKED: u8 = 5;
+    /// Protocol error (including a server that closes or stops answering).
+    pub const PROTOCOL: u8 = 6;
+}
+
+/// The exit codes, for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 clean leave, 2 usage, 3 cannot connect, 4 rejected, \
+5 kicked or superkilled, 6 protocol error (including a server that closes or stops answering).";
+
+/// Resolves HOST[:PORT] (IPv4 first), saying why not on stderr: `Err` is the exit code.
+pub fn resolve_or_exit(server: &str, default_port: u16) -> Result<SocketAddr, u8> {
+    bzhead::reactor::resolve(server, default_port).map_err(|e| {
+        eprintln!("bzhead: {e}");
+        exit::CONNECT
+    })
+}
+
+/// A new event loop, or the reason on stderr: `Err` is the exit code.
+pub fn new_reactor() -> Result<bzhead::reactor::Reactor, u8> {
+    bzhead::reactor::Reactor::new().map_err(|e| {
+        eprintln!("bzhead: cannot start the event loop: {e}");
+        exit::PROTOCOL
+    })
+}
+
+/// Seconds from the command line as a duration (negative, NaN or huge values are clamped).
+pub fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 86_400.0) } else { 86_400.0 })
+}
+
+/// The world cache of `--no-cache`, `--cache-dir` and the cache size in MiB (`None`: the cache's default).
+pub fn world_cache(no_cache: bool, dir: Option<PathBuf>, max_mib: Option<u64>) -> Option<WorldCache> {
+    if no_cache {
+        return None;
+    }
+    let cache = dir.map(WorldCache::new).or_else(|| WorldCache::default_dir().map(WorldCache::new))?;
+    Some(match max_mib {
+        Some(mib) => cache.with_max_bytes(mib.saturating_mul(1 << 20)),
+        None => cache,
+    })
+}
 
 /// Ctrl-C, SIGTERM and SIGHUP: each sends its number on the returned channel and wakes the reactor through `waker`,
 /// so the command can leave cleanly (MsgExit) instead of dropping its connections; a second signal exits at once

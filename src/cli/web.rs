@@ -4,23 +4,21 @@
 //! lines carry `"server":N`, N counting from 0 in the order given). The web view ([`bzhead::web::WebView`]) is
 //! served on ADDR by the same reactor; its URL goes to stderr.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufWriter, StdoutLock, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
+use bzhead::bzflag::consts::{player, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::Limits;
-use bzhead::netwatch::{
-    link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
-};
-use bzhead::observer::{json_line, text_line, Filter};
-use bzhead::reactor::{Reactor, SessionId, SessionOptions};
+use bzhead::netwatch::{reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect};
+use bzhead::observer::Filter;
+use bzhead::reactor::{Reactor, SessionId};
 use bzhead::web::{Status, WebView};
 
-use crate::{exit, secs, world_cache, ObserveArgs};
+use super::observe::{netstats_block, Controls, ObserveArgs, Typed};
+use super::{exit, secs};
 
 /// How often the page's lag figures are refreshed (`/lagstats`) when `--netstats` is 0 (no lines printed).
 pub const LAG_REFRESH: Duration = Duration::from_secs(10);
@@ -62,7 +60,7 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
     }
     let mut servers = Vec::new();
     for s in &a.servers {
-        match crate::resolve(s, DEFAULT_PORT) {
+        match super::resolve_or_exit(s, DEFAULT_PORT) {
             Ok(addr) => servers.push(Server {
                 label: s.clone(),
                 addr,
@@ -73,62 +71,103 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
                 finished: false,
                 exit_code: None,
             }),
-            Err(e) => {
-                eprintln!("bzhead: {e}");
-                return exit::CONNECT;
+            Err(code) => return code,
+        }
+    }
+    match WebObservers::start(a, filter, reconnect, bind, servers) {
+        Ok(w) => w.run(),
+        Err(code) => code,
+    }
+}
+
+/// One observer per server and the web view, on one reactor.
+struct WebObservers<'a> {
+    a: &'a ObserveArgs,
+    filter: &'a Filter,
+    reconnect: bool,
+    /// Several servers: lines say which one they are about.
+    multi: bool,
+    config: SessionConfig,
+    reactor: Reactor,
+    view: WebView,
+    servers: Vec<Server>,
+    start: Instant,
+    /// The netstats lines are printed (--netstats is not 0).
+    print_netstats: bool,
+    controls: Controls,
+    out: BufWriter<StdoutLock<'static>>,
+    /// Something was written this turn (flushed at its end).
+    printed: bool,
+    /// /quit, --for or a signal: every observer is leaving.
+    left: bool,
+    next_tick: Instant,
+}
+
+impl<'a> WebObservers<'a> {
+    /// Starts the reactor and the web view on `bind` and connects an observer to each server; `Err` is the exit
+    /// code.
+    fn start(
+        a: &'a ObserveArgs,
+        filter: &'a Filter,
+        reconnect: bool,
+        bind: SocketAddr,
+        mut servers: Vec<Server>,
+    ) -> Result<WebObservers<'a>, u8> {
+        let mut reactor = super::new_reactor()?;
+        let (_listener, local) = reactor.add_http_listener(bind, Limits::default()).map_err(|e| {
+            eprintln!("bzhead: cannot serve the web view on {bind}: {e}");
+            exit::USAGE
+        })?;
+        let start = Instant::now();
+        // The netstats lines as without --web; the page's lag figures want /lagstats now and then even without them.
+        let print_netstats = secs(a.netstats) > Duration::ZERO;
+        let net_every = if print_netstats { secs(a.netstats) } else { LAG_REFRESH };
+        for s in servers.iter_mut() {
+            s.net_clock = NetstatsClock::new(net_every, start);
+        }
+        let labels: Vec<(String, SocketAddr)> = servers.iter().map(|s| (s.label.clone(), s.addr)).collect();
+        let view = WebView::new(&labels, start);
+        eprintln!("bzhead: web view on http://{local}/");
+        let mut w = WebObservers {
+            a,
+            filter,
+            reconnect,
+            multi: servers.len() > 1,
+            config: a.session_config(a.callsign.clone(), true),
+            controls: Controls::new(&reactor, start, a.for_secs),
+            reactor,
+            view,
+            servers,
+            start,
+            print_netstats,
+            out: BufWriter::new(io::stdout().lock()),
+            printed: false,
+            left: false,
+            next_tick: Instant::now(),
+        };
+        for si in 0..w.servers.len() {
+            if !w.connect(si, true) {
+                if reconnect {
+                    let (_, delay) = w.servers[si].backoff.failed(Instant::now());
+                    w.servers[si].retry_at = Some(Instant::now() + delay);
+                    w.view.set_status(&mut w.reactor, si, Status::Reconnecting);
+                } else {
+                    return Err(exit::CONNECT);
+                }
             }
         }
+        Ok(w)
     }
-    let multi = servers.len() > 1;
-    let config = SessionConfig {
-        callsign: a.callsign.clone(),
-        motto: a.motto.clone(),
-        team: Team::Observer,
-        player_type: PlayerType::Tank,
-        udp: !a.no_udp,
-        full_join: true,
-        hello_timeout: secs(a.hello_timeout),
-        join_timeout: secs(a.join_timeout),
-        idle_timeout: (a.idle_timeout.is_finite() && a.idle_timeout > 0.0).then(|| secs(a.idle_timeout)),
-        ..SessionConfig::default()
-    };
-    let mut reactor = match Reactor::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("bzhead: cannot start the event loop: {e}");
-            return exit::PROTOCOL;
-        }
-    };
-    let (_listener, local) = match reactor.add_http_listener(bind, Limits::default()) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("bzhead: cannot serve the web view on {bind}: {e}");
-            return exit::USAGE;
-        }
-    };
-    let start = Instant::now();
-    // The netstats lines as without --web; the page's lag figures want /lagstats now and then even without them.
-    let print_netstats = secs(a.netstats) > Duration::ZERO;
-    let net_every = if print_netstats { secs(a.netstats) } else { LAG_REFRESH };
-    for s in servers.iter_mut() {
-        s.net_clock = NetstatsClock::new(net_every, start);
-    }
-    let labels: Vec<(String, SocketAddr)> = servers.iter().map(|s| (s.label.clone(), s.addr)).collect();
-    let mut view = WebView::new(&labels, start);
-    eprintln!("bzhead: web view on http://{local}/");
 
-    let connect = |reactor: &mut Reactor, view: &mut WebView, si: usize, s: &mut Server, first: bool| -> bool {
+    /// Connects an observer to server `si`; false (said on stderr) when it cannot.
+    fn connect(&mut self, si: usize, first: bool) -> bool {
         // The first server records (if asked), on its first connection only.
-        let record = if si == 0 && first { a.record.clone() } else { None };
-        let options = SessionOptions {
-            record,
-            cache: world_cache(a.no_cache, a.cache_dir.clone(), a.cache_max_mib),
-            record_max_bytes: Some(a.record_max_mib.saturating_mul(1 << 20)),
-        };
-        match reactor.add_session(s.addr, config.clone(), options) {
+        let options = self.a.session_options(si == 0 && first);
+        let s = &mut self.servers[si];
+        match self.reactor.add_session(s.addr, self.config.clone(), options) {
             Ok(id) => {
                 s.session = Some(id);
-                view.set_session(reactor, si, id);
+                self.view.set_session(&mut self.reactor, si, id);
                 true
             }
             Err(e) => {
@@ -136,43 +175,45 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
                 false
             }
         }
-    };
-    for (si, s) in servers.iter_mut().enumerate() {
-        if !connect(&mut reactor, &mut view, si, s, true) {
-            if reconnect {
-                let (_, delay) = s.backoff.failed(Instant::now());
-                s.retry_at = Some(Instant::now() + delay);
-                view.set_status(&mut reactor, si, Status::Reconnecting);
-            } else {
-                return exit::CONNECT;
-            }
-        }
     }
-    let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
-    let sig_rx = super::leave_on_signals(reactor.waker());
-    let (tx, rx) = mpsc::channel::<String>();
-    let waker = reactor.waker();
-    std::thread::spawn(move || {
-        for line in io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
+
+    /// Runs until every observer is done; returns the exit code.
+    fn run(mut self) -> u8 {
+        loop {
+            if let Err(e) = self.reactor.turn(Some(self.wake().saturating_duration_since(Instant::now()))) {
+                eprintln!("bzhead: event loop failed: {e}");
+                return exit::PROTOCOL;
+            }
+            self.take_controls();
+            self.printed = false;
+            self.retry_due();
+            while let Some((sid, at, ev)) = self.reactor.poll_event() {
+                self.on_event(sid, at, ev);
+            }
+            self.netstats();
+            if self.printed {
+                let _ = self.out.flush();
+            }
+            self.remove_ended();
+            while let Some(ev) = self.reactor.poll_http_event() {
+                self.view.on_http(&mut self.reactor, ev);
+            }
+            self.next_tick = self.view.tick(&mut self.reactor, Instant::now());
+            if self.servers.iter().all(|s| s.session.is_none() && s.retry_at.is_none()) {
                 break;
             }
-            let _ = waker.wake();
         }
-    });
+        let _ = self.out.flush();
+        self.servers.iter().filter_map(|s| s.exit_code).find(|&c| c != exit::OK).unwrap_or(exit::OK)
+    }
 
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let mut left = false;
-    let mut next_tick = Instant::now();
-    loop {
-        let now = Instant::now();
-        let mut wake = next_tick;
-        if let Some(d) = deadline {
+    /// When the next turn ends at the latest: the view's next tick, --for, a reconnect or a netstats clock.
+    fn wake(&self) -> Instant {
+        let mut wake = self.next_tick;
+        if let Some(d) = self.controls.deadline {
             wake = wake.min(d);
         }
-        for s in &servers {
+        for s in &self.servers {
             if let Some(r) = s.retry_at {
                 wake = wake.min(r);
             }
@@ -180,153 +221,159 @@ pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool)
                 wake = wake.min(c.deadline());
             }
         }
-        if let Err(e) = reactor.turn(Some(wake.saturating_duration_since(now))) {
-            eprintln!("bzhead: event loop failed: {e}");
-            return exit::PROTOCOL;
-        }
-        let leave_all = |reactor: &mut Reactor, servers: &mut Vec<Server>| {
-            for s in servers.iter_mut() {
-                s.retry_at = None;
-                if let Some(id) = s.session {
-                    reactor.leave(id);
-                }
+        wake
+    }
+
+    fn leave_all(&mut self) {
+        for s in self.servers.iter_mut() {
+            s.retry_at = None;
+            if let Some(id) = s.session {
+                self.reactor.leave(id);
             }
-        };
-        while let Ok(line) = rx.try_recv() {
-            let line = line.trim_end_matches(['\r', '\n']);
-            if line.trim() == "/quit" {
-                leave_all(&mut reactor, &mut servers);
-                left = true;
-            } else if !line.trim().is_empty() {
-                let text = line.strip_prefix("//").map(|r| format!("/{r}")).unwrap_or_else(|| line.to_string());
-                for s in &servers {
-                    if let Some(id) = s.session {
-                        reactor.send_chat(id, player::ALL_PLAYERS, &text);
+        }
+        self.left = true;
+    }
+
+    /// Typed lines (chat goes out to every server), signals and --for.
+    fn take_controls(&mut self) {
+        let typed: Vec<Typed> = self.controls.typed().collect();
+        for t in typed {
+            match t {
+                Typed::Quit => self.leave_all(),
+                Typed::Chat(text) => {
+                    for s in &self.servers {
+                        if let Some(id) = s.session {
+                            self.reactor.send_chat(id, player::ALL_PLAYERS, &text);
+                        }
                     }
                 }
             }
         }
-        if !left && (deadline.is_some_and(|d| Instant::now() >= d) || sig_rx.try_recv().is_ok()) {
-            leave_all(&mut reactor, &mut servers);
-            left = true;
+        if !self.left && self.controls.time_to_leave() {
+            self.leave_all();
         }
+    }
+
+    /// Writes a line about server `si` (tagged when there are several; flushed at the end of the turn).
+    fn line(&mut self, si: usize, line: &str) {
+        let _ = writeln!(self.out, "{}", tag(line, si, &self.servers[si].label, self.a.json, self.multi));
+        self.printed = true;
+    }
+
+    /// With --reconnect: connects again the servers whose back-off is over.
+    fn retry_due(&mut self) {
         let now = Instant::now();
-        let mut printed = false;
-        for (si, s) in servers.iter_mut().enumerate() {
-            if s.retry_at.is_some_and(|t| t <= now) && !left {
-                s.retry_at = None;
-                if !connect(&mut reactor, &mut view, si, s, false) {
+        for si in 0..self.servers.len() {
+            if self.servers[si].retry_at.is_some_and(|t| t <= now) && !self.left {
+                self.servers[si].retry_at = None;
+                if !self.connect(si, false) {
+                    let s = &mut self.servers[si];
                     let (attempt, delay) = s.backoff.failed(now);
                     s.retry_at = Some(now + delay);
-                    view.set_status(&mut reactor, si, Status::Reconnecting);
                     let why = format!("cannot connect to {}", s.addr);
-                    let line = reconnecting_line(now.saturating_duration_since(start), a.json, attempt, delay, &why);
-                    let _ = writeln!(out, "{}", tag(&line, si, &s.label, a.json, multi));
-                    printed = true;
+                    self.view.set_status(&mut self.reactor, si, Status::Reconnecting);
+                    let t = now.saturating_duration_since(self.start);
+                    self.line(si, &reconnecting_line(t, self.a.json, attempt, delay, &why));
                 }
             }
         }
-        while let Some((sid, at, ev)) = reactor.poll_event() {
-            let Some(si) = servers.iter().position(|s| s.session == Some(sid)) else { continue };
-            let t = at.saturating_duration_since(start);
-            let mut extra = None;
-            match &ev {
-                Event::Chat { from: player::SERVER, .. } => servers[si].backoff.heard_server_text(at),
-                Event::Accept { .. } => {
-                    if let Some((attempt, down)) = servers[si].backoff.joined(at) {
-                        extra = Some(reconnected_line(t, a.json, attempt, down));
+    }
+
+    /// An observer's event: the back-off, the view, and the lines.
+    fn on_event(&mut self, sid: SessionId, at: Instant, ev: Event) {
+        let Some(si) = self.servers.iter().position(|s| s.session == Some(sid)) else { return };
+        let t = at.saturating_duration_since(self.start);
+        let json = self.a.json;
+        let mut extra = None;
+        match &ev {
+            Event::Chat { from: player::SERVER, .. } => self.servers[si].backoff.heard_server_text(at),
+            Event::Accept { .. } => {
+                if let Some((attempt, down)) = self.servers[si].backoff.joined(at) {
+                    extra = Some(reconnected_line(t, json, attempt, down));
+                }
+            }
+            Event::Closed { exit_code, .. } => {
+                let code = u8::try_from(*exit_code).unwrap_or(exit::PROTOCOL);
+                let end = self.reactor.session(sid).and_then(|x| x.end().cloned());
+                let (reconnect, left) = (self.reconnect, self.left);
+                let s = &mut self.servers[si];
+                match end.filter(|e| reconnect && !left && s.backoff.comes_back(e, at)) {
+                    Some(end) => {
+                        let (attempt, delay) = s.backoff.failed(at);
+                        s.retry_at = Some(at + delay);
+                        self.view.set_status(&mut self.reactor, si, Status::Reconnecting);
+                        extra = Some(reconnecting_line(t, json, attempt, delay, &end.to_string()));
+                    }
+                    None => {
+                        s.finished = true;
+                        s.exit_code = Some(code);
                     }
                 }
-                Event::Closed { exit_code, .. } => {
-                    let code = u8::try_from(*exit_code).unwrap_or(exit::PROTOCOL);
-                    let end = reactor.session(sid).and_then(|x| x.end().cloned());
-                    let s = &mut servers[si];
-                    match end.filter(|e| reconnect && !left && s.backoff.comes_back(e, at)) {
-                        Some(end) => {
-                            let (attempt, delay) = s.backoff.failed(at);
-                            s.retry_at = Some(at + delay);
-                            view.set_status(&mut reactor, si, Status::Reconnecting);
-                            extra = Some(reconnecting_line(t, a.json, attempt, delay, &end.to_string()));
-                        }
-                        None => {
-                            s.finished = true;
-                            s.exit_code = Some(code);
-                        }
-                    }
-                }
-                _ => {}
             }
-            view.on_event(&mut reactor, si, at, &ev);
-            if filter.allows(&ev) {
-                let line = if a.json { json_line(t, &ev) } else { text_line(&ev) };
-                let _ = writeln!(out, "{}", tag(&line, si, &servers[si].label, a.json, multi));
-                printed = true;
-            }
-            if let Some(line) = extra {
-                let _ = writeln!(out, "{}", tag(&line, si, &servers[si].label, a.json, multi));
-                printed = true;
-            }
+            _ => {}
         }
-        for (si, s) in servers.iter_mut().enumerate() {
-            let (Some(sid), Some(clock)) = (s.session, s.net_clock.as_mut()) else { continue };
+        self.view.on_event(&mut self.reactor, si, at, &ev);
+        if self.filter.allows(&ev) {
+            let line = self.a.event_line(t, &ev);
+            self.line(si, &line);
+        }
+        if let Some(line) = extra {
+            self.line(si, &line);
+        }
+    }
+
+    /// Each joined observer's netstats: /lagstats asked now and then (the page shows lag), the lines printed
+    /// unless --netstats is 0.
+    fn netstats(&mut self) {
+        for si in 0..self.servers.len() {
+            let Some(sid) = self.servers[si].session else { continue };
             loop {
+                let Some(clock) = self.servers[si].net_clock.as_mut() else { break };
                 let now = Instant::now();
                 match clock.poll(now) {
                     NetstatsDue::Nothing => break,
                     NetstatsDue::AskLag => {
-                        if reactor.session(sid).is_some_and(|x| x.is_joined()) {
-                            reactor.request_lag_stats(sid);
+                        if self.reactor.session(sid).is_some_and(|x| x.is_joined()) {
+                            self.reactor.request_lag_stats(sid);
                         }
                     }
-                    NetstatsDue::Print if print_netstats => {
-                        if let Some(session) = reactor.session(sid).filter(|x| x.is_joined()) {
-                            let t = now.saturating_duration_since(start);
-                            let link = link_line(session, now, t, a.json);
-                            for line in std::iter::once(link).chain(netstats_lines(session, now, t, a.json)) {
-                                let _ = writeln!(out, "{}", tag(&line, si, &s.label, a.json, multi));
-                                printed = true;
-                            }
+                    NetstatsDue::Print if self.print_netstats => {
+                        let Some(session) = self.reactor.session(sid).filter(|x| x.is_joined()) else { continue };
+                        let t = now.saturating_duration_since(self.start);
+                        let lines: Vec<String> = netstats_block(session, now, t, self.a.json).collect();
+                        for line in lines {
+                            self.line(si, &line);
                         }
                     }
                     NetstatsDue::Print => {}
                 }
             }
         }
-        if printed {
-            let _ = out.flush();
-        }
-        // Sessions that ended are taken off the reactor (a reconnect makes a new one).
-        for s in servers.iter_mut() {
+    }
+
+    /// Sessions that ended are taken off the reactor (a reconnect makes a new one).
+    fn remove_ended(&mut self) {
+        for s in self.servers.iter_mut() {
             if let Some(id) = s.session {
-                if reactor.is_done(id) && (s.retry_at.is_some() || s.finished) {
+                if self.reactor.is_done(id) && (s.retry_at.is_some() || s.finished) {
                     if s.finished {
-                        if let Some(end) = reactor.session(id).and_then(|x| x.end()) {
+                        if let Some(end) = self.reactor.session(id).and_then(|x| x.end()) {
                             if end.exit_code() != 0 {
                                 eprintln!("bzhead: {}: {end}", s.label);
                             }
                         }
                     }
-                    if si_of_record(s, a) {
-                        if let Some(err) = reactor.record_error(id) {
+                    if si_of_record(s, self.a) {
+                        if let Some(err) = self.reactor.record_error(id) {
                             eprintln!("bzhead: the recording is incomplete: {err}");
                         }
                     }
-                    reactor.remove_session(id);
+                    self.reactor.remove_session(id);
                     s.session = None;
                 }
             }
         }
-        while let Some(ev) = reactor.poll_http_event() {
-            view.on_http(&mut reactor, ev);
-        }
-        next_tick = view.tick(&mut reactor, Instant::now());
-        let over = servers.iter().all(|s| s.session.is_none() && s.retry_at.is_none());
-        if over {
-            break;
-        }
     }
-    let _ = out.flush();
-    servers.iter().filter_map(|s| s.exit_code).find(|&c| c != exit::OK).unwrap_or(exit::OK)
 }
 
 fn si_of_record(s: &Server, a: &ObserveArgs) -> bool {

@@ -14,7 +14,7 @@ use bzhead::bzflag::world::{
     parse_blob, report, Geometry, Mask, ObstacleCounts, ObstacleId, ObstacleKind, TankBox, WorldModel,
 };
 use bzhead::cache::WorldCache;
-use bzhead::world_cmd;
+use bzhead::fetch;
 use glam::Vec3;
 
 use std::process::Command;
@@ -53,7 +53,7 @@ fn serve(path: PathBuf) -> Served {
 
 /// Downloads with a world-only session, checks it against `-cacheout`, builds the model.
 fn download(s: &Served) -> WorldModel {
-    let f = world_cmd::fetch(s.bzfs.addr(), None, WAIT).unwrap_or_else(|e| panic!("fetch: {e}\n{}", s.bzfs.log()));
+    let f = fetch::world(s.bzfs.addr(), None, WAIT).unwrap_or_else(|e| panic!("fetch: {e}\n{}", s.bzfs.log()));
     assert!(!f.cached);
     assert_eq!(f.blob, s.cacheout, "the download is the -cacheout blob");
     assert_eq!(f.hash, md5_hex(&s.cacheout));
@@ -440,9 +440,9 @@ fn the_capture_world_is_served_again_byte_for_byte() {
 fn the_cache_serves_the_second_fetch() {
     let s = serve(world_file("groups.bzw"));
     let dir = TempDir::new("world-cache");
-    let first = world_cmd::fetch(s.bzfs.addr(), Some(WorldCache::new(dir.path())), WAIT).unwrap();
+    let first = fetch::world(s.bzfs.addr(), Some(WorldCache::new(dir.path())), WAIT).unwrap();
     assert!(!first.cached);
-    let second = world_cmd::fetch(s.bzfs.addr(), Some(WorldCache::new(dir.path())), WAIT).unwrap();
+    let second = fetch::world(s.bzfs.addr(), Some(WorldCache::new(dir.path())), WAIT).unwrap();
     assert!(second.cached);
     assert_eq!(second.blob, s.cacheout);
 }
@@ -451,8 +451,8 @@ fn the_cache_serves_the_second_fetch() {
 fn fetching_from_nowhere_is_a_connect_error() {
     // Port 1 (tcpmux) has no listener; a "free" port could be taken by a parallel test's bzfs.
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
-    let e = world_cmd::fetch(addr, None, Duration::from_secs(5)).unwrap_err();
-    assert_eq!(e.code, world_cmd::exit::CONNECT, "{e}");
+    let e = fetch::world(addr, None, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(e.code, fetch::exit::CONNECT, "{e}");
 }
 
 /// The built binary. Needs `Cmd::World(WorldArgs)` wired in `src/main.rs`.
@@ -496,7 +496,7 @@ fn big_world_figures() {
     let s = serve(path);
     eprintln!("bzfs loaded the world and wrote the blob in {:?}", t.elapsed());
     let t = Instant::now();
-    let f = world_cmd::fetch(s.bzfs.addr(), None, WAIT * 6).unwrap();
+    let f = fetch::world(s.bzfs.addr(), None, WAIT * 6).unwrap();
     eprintln!("download: {} bytes in {:?}", f.blob.len(), t.elapsed());
     assert_eq!(f.blob, s.cacheout);
 

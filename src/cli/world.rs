@@ -5,34 +5,18 @@
 //! bzhead world --file BLOB [--json] [--svg FILE]
 //! ```
 //!
-//! The download uses a world-only session on the reactor: hello, flag negotiation, settings, world hash, then
-//! the world from the cache or the server (MD5-checked), and the session closes without joining. Exit codes: 0
-//! done, 2 usage (bad arguments, unreadable file, unwritable SVG), 3 cannot connect, 6 protocol error (a server
-//! that closes, stalls or sends a broken world; a blob that does not parse).
+//! The download is [`bzhead::fetch::world`]: a world-only session on the reactor that closes without joining.
+//! Exit codes: 0 done, 2 usage (bad arguments, unreadable file, unwritable SVG), 3 cannot connect, 6 protocol error
+//! (a server that closes, stalls or sends a broken world; a blob that does not parse).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use crate::bzflag::consts::DEFAULT_PORT;
-use crate::bzflag::event::Event;
-use crate::bzflag::session::{md5_hex, SessionConfig};
-use crate::bzflag::world::{parse_blob, report, WorldModel};
-use crate::cache::WorldCache;
-use crate::reactor::{Reactor, SessionOptions};
-
-/// Exit codes of the command.
-pub mod exit {
-    /// Done.
-    pub const OK: u8 = 0;
-    /// Bad arguments, unreadable input file, unwritable output.
-    pub const USAGE: u8 = 2;
-    /// The server cannot be reached.
-    pub const CONNECT: u8 = 3;
-    /// The server misbehaved or the world is broken.
-    pub const PROTOCOL: u8 = 6;
-}
+use bzhead::bzflag::consts::DEFAULT_PORT;
+use bzhead::bzflag::session::md5_hex;
+use bzhead::bzflag::world::{parse_blob, report, WorldModel};
+use bzhead::fetch::exit;
 
 /// Arguments of `bzhead world`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -59,37 +43,9 @@ pub struct WorldArgs {
     #[arg(long, value_name = "MIB")]
     pub cache_max_mib: Option<u64>,
     /// Seconds allowed for connecting and fetching the world.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = crate::args::float(0.001, 86_400.0))]
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = bzhead::args::float(0.001, 86_400.0))]
     pub timeout: f64,
 }
-
-/// A fetched world.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetched {
-    /// MD5 of the blob, 32 hex digits.
-    pub hash: String,
-    /// The blob.
-    pub blob: Vec<u8>,
-    /// It came from the cache.
-    pub cached: bool,
-}
-
-/// Why a fetch failed: the exit code and a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchError {
-    /// [`exit::CONNECT`] or [`exit::PROTOCOL`].
-    pub code: u8,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for FetchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for FetchError {}
 
 /// Runs the command; returns the process exit code.
 pub fn run(args: WorldArgs) -> u8 {
@@ -112,23 +68,12 @@ pub fn run(args: WorldArgs) -> u8 {
                     return exit::CONNECT;
                 }
             };
-            let cache = if args.no_cache {
-                None
-            } else {
-                args.cache_dir
-                    .clone()
-                    .map(WorldCache::new)
-                    .or_else(|| WorldCache::default_dir().map(WorldCache::new))
-                    .map(|c| match args.cache_max_mib {
-                        Some(mib) => c.with_max_bytes(mib.saturating_mul(1 << 20)),
-                        None => c,
-                    })
-            };
-            match fetch(addr, cache, secs(args.timeout)) {
+            let cache = super::world_cache(args.no_cache, args.cache_dir.clone(), args.cache_max_mib);
+            match bzhead::fetch::world(addr, cache, super::secs(args.timeout)) {
                 Ok(f) => (f.blob, f.hash),
                 Err(e) => {
                     // The error may quote the server (a reject reason).
-                    eprintln!("bzhead: {}", crate::text::for_terminal(&e.to_string()));
+                    eprintln!("bzhead: {}", bzhead::text::for_terminal(&e.to_string()));
                     return e.code;
                 }
             }
@@ -167,7 +112,7 @@ pub fn run(args: WorldArgs) -> u8 {
         let summary = report::summary(&model, &hash, blob.len());
         let mut clean = String::with_capacity(summary.len());
         for line in summary.lines() {
-            clean.push_str(&crate::text::for_terminal(line));
+            clean.push_str(&bzhead::text::for_terminal(line));
             clean.push('\n');
         }
         clean
@@ -178,52 +123,9 @@ pub fn run(args: WorldArgs) -> u8 {
     exit::OK
 }
 
-/// Fetches the world of the server at `addr` with a world-only session (from `cache` when it has it),
-/// giving up after `timeout`.
-pub fn fetch(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> Result<Fetched, FetchError> {
-    let protocol = |message: String| FetchError { code: exit::PROTOCOL, message };
-    let mut reactor = Reactor::new().map_err(|e| protocol(format!("cannot start the event loop: {e}")))?;
-    let config = SessionConfig {
-        world_only: true,
-        udp: false,
-        join_timeout: timeout,
-        hello_timeout: timeout.min(Duration::from_secs(10)),
-        ..SessionConfig::default()
-    };
-    let id = reactor
-        .add_session(addr, config, SessionOptions { record: None, cache, record_max_bytes: None })
-        .map_err(|e| FetchError { code: exit::CONNECT, message: format!("cannot connect to {addr}: {e}") })?;
-    let deadline = Instant::now() + timeout + Duration::from_secs(1);
-    let done = reactor.run_until_done(deadline).map_err(|e| protocol(format!("event loop failed: {e}")))?;
-    let mut cached = false;
-    let mut closed: Option<(String, i32)> = None;
-    while let Some((_, _, ev)) = reactor.poll_event() {
-        match ev {
-            Event::World { cached: c, .. } => cached = c,
-            Event::Closed { reason, exit_code } => closed = Some((reason, exit_code)),
-            _ => {}
-        }
-    }
-    if let Some(blob) = reactor.session(id).and_then(|s| s.world_blob()) {
-        return Ok(Fetched { hash: md5_hex(blob), blob: blob.to_vec(), cached });
-    }
-    match closed {
-        Some((reason, code)) => {
-            let code = if code == i32::from(exit::CONNECT) { exit::CONNECT } else { exit::PROTOCOL };
-            Err(FetchError { code, message: reason })
-        }
-        None if !done => Err(protocol(format!("no world from {addr} within {timeout:?}"))),
-        None => Err(protocol(format!("{addr} closed the session without sending a world"))),
-    }
-}
-
 /// Resolves HOST or HOST:PORT (default port 5154), IPv4 first.
-pub fn resolve(server: &str) -> Result<SocketAddr, String> {
-    crate::reactor::resolve(server, DEFAULT_PORT)
-}
-
-fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 86_400.0) } else { 86_400.0 })
+fn resolve(server: &str) -> Result<SocketAddr, String> {
+    bzhead::reactor::resolve(server, DEFAULT_PORT)
 }
 
 #[cfg(test)]
@@ -273,13 +175,5 @@ mod tests {
         assert_eq!(run(WorldArgs { file: Some(junk), ..WorldArgs::default() }), exit::PROTOCOL);
         assert_eq!(run(WorldArgs::default()), exit::USAGE);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn unreachable_server() {
-        // Port 1 (tcpmux): nobody listens there, connection refused.
-        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let e = fetch(addr, None, Duration::from_secs(5)).unwrap_err();
-        assert_eq!(e.code, exit::CONNECT, "{e}");
     }
 }
