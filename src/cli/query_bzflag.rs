@@ -72,11 +72,13 @@ pub fn run(a: BzflagArgs) -> u8 {
         eprintln!("bzhead: query of {addr} failed: {}", for_terminal(&why));
         return if code == exit::OK { exit::PROTOCOL } else { code };
     };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    let mut out = io::stdout().lock();
     if json {
-        let v = bzhead::bzflag::query::to_json(addr, &game, &teams, &players, elapsed);
-        let _ = writeln!(out, "{v}");
+        // The same writer as every protocol's results (`scan --json`).
+        let mut line = Vec::new();
+        bzhead::bzflag::query::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
+        line.push(b'\n');
+        let _ = out.write_all(&line);
     } else {
         let _ = write!(out, "{}", bzhead::bzflag::query::to_text(&game, &teams, &players));
     }

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
@@ -22,7 +22,7 @@ use tracing::debug;
 use super::{Reactor, SessionId, SessionOptions, Source};
 use crate::bzflag::event::Event;
 use crate::bzflag::session::{SessionConfig, SessionEnd};
-use crate::query::result::{Answer, ErrorKind, QueryError, QueryResult};
+use crate::query::result::{ErrorKind, QueryError, QueryResult};
 use crate::query::scan::{Scan, ScanEvent, TcpQueryId};
 use batch::{send_batch, RecvBatch, BATCH};
 
@@ -227,8 +227,7 @@ impl Reactor {
             Event::QueryResult { game, teams, players } => {
                 owner.answered = true;
                 let rtt = c.connected_at.map(|t| t.saturating_duration_since(c.started));
-                let shaped = crate::bzflag::query::to_json(c.server, &game, &teams, &players, Duration::ZERO);
-                Some((Ok(Answer::from_shape(&shaped)), rtt))
+                Some((Ok(crate::bzflag::query::answer(&game, &teams, &players)), rtt))
             }
             Event::Closed { .. } if !owner.answered => {
                 owner.answered = true;
