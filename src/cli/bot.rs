@@ -76,6 +76,8 @@ pub struct BotArgs {
     stats: bool,
 }
 
+/// A team of `--team`: auto, rogue, red, green, blue or purple (not a number, nor observer, rabbit or hunter,
+/// which [`Team::parse`] takes).
 fn team(s: &str) -> Option<Team> {
     Some(match s.to_ascii_lowercase().as_str() {
         "auto" | "automatic" => Team::Automatic,
@@ -88,41 +90,36 @@ fn team(s: &str) -> Option<Team> {
     })
 }
 
-/// Runs `bzhead bot`.
-pub fn run(a: BotArgs) -> u8 {
+/// The bots of `bzhead bot`, on their host, with their callsigns.
+struct Bots {
+    host: BotHost,
+    names: Vec<(BotId, String)>,
+    filter: Filter,
+}
+
+/// Checks the arguments, starts the host and adds the bots; `Err` is the exit code.
+fn start(a: &BotArgs) -> Result<Bots, u8> {
     let kinds: Vec<String> =
         a.kind.split(',').map(|k| k.trim().to_ascii_lowercase()).filter(|k| !k.is_empty()).collect();
     if kinds.is_empty() || kinds.iter().any(|k| !brains::KINDS.contains(&k.as_str())) {
         eprintln!("bzhead: unknown bot kind {:?}; known kinds: {}", a.kind, brains::KINDS.join(", "));
-        return USAGE;
+        return Err(USAGE);
     }
     let teams: Option<Vec<Team>> = a.team.split(',').map(|t| team(t.trim())).collect();
     let Some(teams) = teams.filter(|t| !t.is_empty()) else {
         eprintln!("bzhead: unknown team in {:?}; teams: auto, rogue, red, green, blue, purple", a.team);
-        return USAGE;
+        return Err(USAGE);
     };
     if a.count == 0 || a.count > 200 {
         eprintln!("bzhead: --count must be 1 to 200 (a server has at most 200 player slots)");
-        return USAGE;
+        return Err(USAGE);
     }
     if !(a.tick_hz.is_finite() && (1.0..=240.0).contains(&a.tick_hz)) {
         eprintln!("bzhead: --tick-hz must be between 1 and 240");
-        return USAGE;
+        return Err(USAGE);
     }
-    let filter = match Filter::new(&a.show, &a.hide) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("bzhead: {e}");
-            return USAGE;
-        }
-    };
-    let addr = match bzhead::reactor::resolve(&a.server, DEFAULT_PORT) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("bzhead: {e}");
-            return CONNECT;
-        }
-    };
+    let filter = super::event_filter(&a.show, &a.hide)?;
+    let addr = super::resolve_or_exit(&a.server, DEFAULT_PORT)?;
     let config = HostConfig {
         tick: Duration::from_secs_f64(1.0 / a.tick_hz),
         join_stagger: Duration::from_millis(a.stagger_ms),
@@ -133,20 +130,17 @@ pub fn run(a: BotArgs) -> u8 {
         record: a.record.clone(),
         ..HostConfig::default()
     };
-    let mut host = match BotHost::new(config) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("bzhead: cannot start the event loop: {e}");
-            return PROTOCOL;
-        }
-    };
+    let mut host = BotHost::new(config).map_err(|e| {
+        eprintln!("bzhead: cannot start the event loop: {e}");
+        PROTOCOL
+    })?;
     let mut names = Vec::new();
     for i in 0..a.count {
         let kind = &kinds[i as usize % kinds.len()];
         let prefix = a.callsign.clone().unwrap_or_else(|| kind.clone());
         let callsign = format!("{prefix}{}", i + 1);
         let seed = u64::from(i) * 7919 + 17;
-        let Some(bot) = brains::by_name(kind, seed) else { return USAGE };
+        let Some(bot) = brains::by_name(kind, seed) else { return Err(USAGE) };
         let bc = BotConfig {
             callsign: callsign.clone(),
             motto: format!("bzhead {kind}"),
@@ -158,6 +152,34 @@ pub fn run(a: BotArgs) -> u8 {
         let id = host.add_bot(addr, bc, bot);
         names.push((id, callsign));
     }
+    Ok(Bots { host, names, filter })
+}
+
+/// When every bot gave up (kicked, rejected, bots disabled): the exit code and the first reason.
+fn all_stopped(host: &BotHost) -> Option<(u8, String)> {
+    let ids = host.bot_ids();
+    let all_stopped =
+        !ids.is_empty() && ids.iter().all(|b| matches!(host.status(*b).map(|s| s.state), Some(BotState::Stopped(_))));
+    if !all_stopped {
+        return None;
+    }
+    let reasons: Vec<String> = ids
+        .iter()
+        .filter_map(|b| match host.status(*b).map(|s| s.state) {
+            Some(BotState::Stopped(r)) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let code = if reasons.iter().any(|r| r.starts_with("kicked")) { KICKED } else { REJECTED };
+    Some((code, reasons.first().cloned().unwrap_or_default()))
+}
+
+/// Runs `bzhead bot`.
+pub fn run(a: BotArgs) -> u8 {
+    let Bots { mut host, names, filter } = match start(&a) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
 
     // Ctrl-C, SIGTERM and SIGHUP make every bot leave cleanly; a second one quits at once.
     let sig_rx = super::leave_on_signals(host.reactor().waker());
@@ -231,19 +253,8 @@ pub fn run(a: BotArgs) -> u8 {
             leaving_since = Some(Instant::now());
         }
         // Every bot gave up (kicked, rejected, bots disabled): nothing left to do.
-        let ids = host.bot_ids();
-        let all_stopped = !ids.is_empty()
-            && ids.iter().all(|b| matches!(host.status(*b).map(|s| s.state), Some(BotState::Stopped(_))));
-        if all_stopped && leaving_since.is_none() {
-            let reasons: Vec<String> = ids
-                .iter()
-                .filter_map(|b| match host.status(*b).map(|s| s.state) {
-                    Some(BotState::Stopped(r)) => Some(r),
-                    _ => None,
-                })
-                .collect();
-            code = if reasons.iter().any(|r| r.starts_with("kicked")) { KICKED } else { REJECTED };
-            let why = reasons.first().cloned().unwrap_or_default();
+        if let Some((c, why)) = all_stopped(&host).filter(|_| leaving_since.is_none()) {
+            code = c;
             eprintln!("bzhead: every bot stopped: {}", bzhead::text::for_terminal(&why));
             host.leave_all();
             leaving_since = Some(Instant::now());

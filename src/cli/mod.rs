@@ -49,6 +49,14 @@ pub fn resolve_or_exit(server: &str, default_port: u16) -> Result<SocketAddr, u8
     })
 }
 
+/// The `--show` and `--hide` filter of the printed events, or the reason on stderr: `Err` is the exit code.
+pub fn event_filter(show: &[String], hide: &[String]) -> Result<bzhead::observer::Filter, u8> {
+    bzhead::observer::Filter::new(show, hide).map_err(|e| {
+        eprintln!("bzhead: {e}");
+        exit::USAGE
+    })
+}
+
 /// A new event loop, or the reason on stderr: `Err` is the exit code.
 pub fn new_reactor() -> Result<bzhead::reactor::Reactor, u8> {
     bzhead::reactor::Reactor::new().map_err(|e| {

@@ -31,7 +31,7 @@ use bzhead::query::filter::{EntryFilter, MasterPolicy, DEFAULT_MAX_PORTS_PER_HOS
 use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
-use bzhead::reactor::{HttpConnId, HttpEvent, Reactor, ScanId, SessionId, SessionOptions};
+use bzhead::reactor::{HttpConnId, HttpEvent, HttpListenerId, Reactor, ScanId, SessionId, SessionOptions};
 
 use super::query::PluginDirs;
 
@@ -218,146 +218,260 @@ pub fn run(a: MonitorArgs) -> u8 {
 }
 
 fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
-    let usage = |m: String| (exit::USAGE, m);
-    let mut cfg = match &a.config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
-            config::parse(&text).map_err(|e| usage(format!("{}: {e}", p.display())))?
+    let settings = Settings::new(&a)?;
+    Running::start(&a, settings)?.run()
+}
+
+/// What the options and the configuration file ask for, checked.
+struct Settings {
+    db: PathBuf,
+    http: Option<String>,
+    interval: Duration,
+    set: PluginSet,
+    started: Instant,
+    sources: Sources,
+    retention: Retention,
+    mcfg: MonitorConfig,
+    rate: u32,
+    policy: MasterPolicy,
+    scan_cfg: ScanConfig,
+}
+
+impl Settings {
+    /// The options over the configuration file (`--config`); `Err` is a usage error.
+    fn new(a: &MonitorArgs) -> Result<Settings, (u8, String)> {
+        let usage = |m: String| (exit::USAGE, m);
+        let mut cfg = match &a.config {
+            Some(p) => {
+                let text =
+                    std::fs::read_to_string(p).map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
+                config::parse(&text).map_err(|e| usage(format!("{}: {e}", p.display())))?
+            }
+            None => Config::default(),
+        };
+        for s in &a.servers {
+            let (protocol, address) = split_source(s, "server").map_err(usage)?;
+            cfg.server.push(config::ServerSource { protocol, address, ..Default::default() });
         }
-        None => Config::default(),
-    };
-    for s in &a.servers {
-        let (protocol, address) = split_source(s, "server").map_err(usage)?;
-        cfg.server.push(config::ServerSource { protocol, address, ..Default::default() });
+        for s in &a.lists {
+            let (protocol, file) = split_source(s, "list").map_err(usage)?;
+            cfg.list.push(config::ListSource { protocol, file });
+        }
+        let db =
+            a.db.clone()
+                .or_else(|| cfg.db.as_ref().map(PathBuf::from))
+                .ok_or_else(|| usage("--db PATH is required".into()))?;
+        let http = a.http.clone().or_else(|| cfg.http.clone());
+        let interval = a.interval.or(cfg.interval).unwrap_or(60.0);
+        if !(interval.is_finite() && interval > 0.0) {
+            return Err(usage(format!("--interval {interval}: expected a positive number of seconds")));
+        }
+        let interval = Duration::from_secs_f64(interval.clamp(0.05, 86_400.0));
+        let set = PluginSet::load_dirs(&search_dirs(&a.dirs.plugin_dir));
+        let started = Instant::now();
+        let sources = sources(&set, &cfg, started).map_err(usage)?;
+        if sources.targets.is_empty() && sources.http_masters.is_empty() {
+            return Err(usage("nothing to monitor: give --server, --list or --config".into()));
+        }
+        let retention = Retention {
+            samples_days: cfg.samples_days.unwrap_or(Retention::default().samples_days),
+            hourly_days: cfg.hourly_days.unwrap_or(Retention::default().hourly_days),
+            events_days: cfg.events_days.unwrap_or(Retention::default().events_days),
+        };
+        let mcfg = MonitorConfig {
+            down_after: a.down_after.or(cfg.down_after).unwrap_or(2).max(1),
+            ..MonitorConfig::default()
+        };
+        let rate = a.rate.or(cfg.rate).unwrap_or(1000).max(1);
+        let policy = MasterPolicy {
+            allow_special_use: a.allow_private || cfg.allow_private.unwrap_or(false),
+            max_ports_per_host: a
+                .max_ports_per_host
+                .or(cfg.max_ports_per_host)
+                .unwrap_or(DEFAULT_MAX_PORTS_PER_HOST)
+                .max(1),
+        };
+        let scan_cfg = ScanConfig {
+            master_policy: policy,
+            timeout: Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000).clamp(1, 600_000)),
+            retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
+            ..ScanConfig::default()
+        };
+        Ok(Settings { db, http, interval, set, started, sources, retention, mcfg, rate, policy, scan_cfg })
     }
-    for s in &a.lists {
-        let (protocol, file) = split_source(s, "list").map_err(usage)?;
-        cfg.list.push(config::ListSource { protocol, file });
-    }
-    let db =
-        a.db.clone()
-            .or_else(|| cfg.db.as_ref().map(PathBuf::from))
-            .ok_or_else(|| usage("--db PATH is required".into()))?;
-    let http = a.http.clone().or_else(|| cfg.http.clone());
-    let interval = a.interval.or(cfg.interval).unwrap_or(60.0);
-    if !(interval.is_finite() && interval > 0.0) {
-        return Err(usage(format!("--interval {interval}: expected a positive number of seconds")));
-    }
-    let interval = Duration::from_secs_f64(interval.clamp(0.05, 86_400.0));
-    let set = PluginSet::load_dirs(&search_dirs(&a.dirs.plugin_dir));
-    let started = Instant::now();
-    let Sources { targets, mut joins, http_masters } = sources(&set, &cfg, started).map_err(usage)?;
-    if targets.is_empty() && http_masters.is_empty() {
-        return Err(usage("nothing to monitor: give --server, --list or --config".into()));
-    }
-    let retention = Retention {
-        samples_days: cfg.samples_days.unwrap_or(Retention::default().samples_days),
-        hourly_days: cfg.hourly_days.unwrap_or(Retention::default().hourly_days),
-        events_days: cfg.events_days.unwrap_or(Retention::default().events_days),
-    };
-    let mcfg =
-        MonitorConfig { down_after: a.down_after.or(cfg.down_after).unwrap_or(2).max(1), ..MonitorConfig::default() };
-    let rate = a.rate.or(cfg.rate).unwrap_or(1000).max(1);
-    let policy = MasterPolicy {
-        allow_special_use: a.allow_private || cfg.allow_private.unwrap_or(false),
-        max_ports_per_host: a
-            .max_ports_per_host
-            .or(cfg.max_ports_per_host)
-            .unwrap_or(DEFAULT_MAX_PORTS_PER_HOST)
-            .max(1),
-    };
-    let scan_cfg = ScanConfig {
-        master_policy: policy,
-        timeout: Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000).clamp(1, 600_000)),
-        retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
-        ..ScanConfig::default()
-    };
+}
 
-    // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
-    let loaded = store::open(&db)
-        .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points))
-        .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.display())))?;
-    info!(servers = loaded.servers.len(), next_event = loaded.next_event_id, "monitor database loaded");
-    let mut monitor = Monitor::restore(mcfg, loaded);
+/// The monitor at work: its state, the reactor, the database writer and the list fetcher.
+struct Running<'a> {
+    a: &'a MonitorArgs,
+    interval: Duration,
+    rate: u32,
+    policy: MasterPolicy,
+    scan_cfg: ScanConfig,
+    targets: Vec<Target>,
+    joins: Vec<JoinCheck>,
+    http_masters: Vec<(Format, String)>,
+    monitor: Monitor,
+    reactor: Reactor,
+    writer: Writer,
+    fetcher: Option<Fetcher>,
+    /// Lists of this round not fetched yet.
+    fetches_left: usize,
+    signals: Receiver<i32>,
+    listener: Option<HttpListenerId>,
+    /// Change-feed streams: the connection and the last event id sent to it.
+    streams: Vec<(HttpConnId, u64)>,
+    own: Own,
+    /// The plugins, while no round runs (a round's scan holds them).
+    plugins: Option<PluginSet>,
+    /// The running round's scan and when it began.
+    round: Option<(ScanId, Instant)>,
+    next_round: Instant,
+}
 
-    let mut reactor = Reactor::new().map_err(|e| (exit::FAILED, format!("cannot start the event loop: {e}")))?;
-    let waker = reactor.waker();
-    let notify_waker = waker.clone();
-    let mut writer = Writer::start(
-        db.clone(),
-        retention,
-        unix_now,
-        Arc::new(move || {
-            let _ = notify_waker.wake();
-        }),
-    )
-    .map_err(|e| (exit::FAILED, format!("cannot start the database writer: {e}")))?;
-    let fetcher = if http_masters.is_empty() {
-        None
-    } else {
-        let w = reactor.waker();
-        Some(
-            Fetcher::start(Arc::new(move || {
-                let _ = w.wake();
-            }))
-            .map_err(|e| (exit::FAILED, format!("cannot start the list fetcher: {e}")))?,
+impl<'a> Running<'a> {
+    /// Loads the database and starts the reactor, the writer, the fetcher and the HTTP listener.
+    fn start(a: &'a MonitorArgs, s: Settings) -> Result<Running<'a>, (u8, String)> {
+        let Settings { db, http, interval, set, started, sources, retention, mcfg, rate, policy, scan_cfg } = s;
+        let Sources { targets, joins, http_masters } = sources;
+        // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
+        let loaded = store::open(&db)
+            .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points))
+            .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.display())))?;
+        info!(servers = loaded.servers.len(), next_event = loaded.next_event_id, "monitor database loaded");
+        let monitor = Monitor::restore(mcfg, loaded);
+
+        let mut reactor = Reactor::new().map_err(|e| (exit::FAILED, format!("cannot start the event loop: {e}")))?;
+        let waker = reactor.waker();
+        let notify_waker = waker.clone();
+        let writer = Writer::start(
+            db.clone(),
+            retention,
+            unix_now,
+            Arc::new(move || {
+                let _ = notify_waker.wake();
+            }),
         )
-    };
-    let mut fetches_left = 0usize;
-    let signals = super::leave_on_signals(waker);
-    let listener = match &http {
-        Some(addr) => {
-            let sa: SocketAddr = resolve(addr, 8080).map_err(|e| usage(format!("--http {addr}: {e}")))?;
-            let (id, local) = reactor
-                .add_http_listener(sa, Limits::default())
-                .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
-            eprintln!("bzhead: monitor API on http://{local}/");
-            Some(id)
-        }
-        None => None,
-    };
-    // Change-feed streams: the connection and the last event id sent to it.
-    let mut streams: Vec<(HttpConnId, u64)> = Vec::new();
+        .map_err(|e| (exit::FAILED, format!("cannot start the database writer: {e}")))?;
+        let fetcher = if http_masters.is_empty() {
+            None
+        } else {
+            let w = reactor.waker();
+            Some(
+                Fetcher::start(Arc::new(move || {
+                    let _ = w.wake();
+                }))
+                .map_err(|e| (exit::FAILED, format!("cannot start the list fetcher: {e}")))?,
+            )
+        };
+        let signals = super::leave_on_signals(waker);
+        let listener = match &http {
+            Some(addr) => {
+                let sa: SocketAddr = resolve(addr, 8080).map_err(|e| (exit::USAGE, format!("--http {addr}: {e}")))?;
+                let (id, local) = reactor
+                    .add_http_listener(sa, Limits::default())
+                    .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
+                eprintln!("bzhead: monitor API on http://{local}/");
+                Some(id)
+            }
+            None => None,
+        };
+        Ok(Running {
+            a,
+            interval,
+            rate,
+            policy,
+            scan_cfg,
+            targets,
+            joins,
+            http_masters,
+            monitor,
+            reactor,
+            writer,
+            fetcher,
+            fetches_left: 0,
+            signals,
+            listener,
+            streams: Vec::new(),
+            own: Own::default(),
+            plugins: Some(set),
+            round: None,
+            next_round: started,
+        })
+    }
 
-    let mut own = Own::default();
-    let mut plugins = Some(set);
-    let mut round: Option<(ScanId, Instant)> = None;
-    let mut next_round = started;
-    let stdout = std::io::stdout();
-    loop {
-        if signals_pending(&signals) {
-            break;
-        }
-        let now = Instant::now();
-        // Rounds.
-        if round.is_none() && now >= next_round && a.rounds.is_none_or(|n| own.rounds < n) {
-            if let Some(p) = plugins.take() {
-                // Spread the round's requests (about two datagrams a query) over about half the interval, so that a
-                // big fleet is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of
-                // 50 ms' worth.
-                let round_rate = (((targets.len() as f64) * 4.0 / interval.as_secs_f64()).ceil() as u32)
-                    .clamp(50, rate.max(50))
-                    .min(rate);
-                let cfg = ScanConfig { rate: round_rate, burst: (round_rate / 20).clamp(1, 1000), ..scan_cfg.clone() };
-                let mut scan = Scan::new(p, cfg, now);
-                scan.reserve(targets.len());
-                for t in &targets {
-                    let _ = scan.add_target(now, t.clone());
-                }
-                monitor.begin_round(unix_now());
-                round = Some((reactor.add_scan(scan), now));
-                if let Some(f) = &fetcher {
-                    for (format, url) in &http_masters {
-                        f.request(monitor.round(), *format, url);
-                    }
-                    fetches_left = http_masters.len();
-                }
-                // The next round one interval after this one began, plus up to 5% of jitter.
-                let jitter = interval.mul_f64((random_u64() % 1000) as f64 / 20_000.0);
-                next_round = (next_round + interval).max(now) + jitter;
+    /// Runs rounds until a signal or --rounds; then writes what is left.
+    fn run(mut self) -> Result<(), (u8, String)> {
+        loop {
+            if signals_pending(&self.signals) {
+                break;
+            }
+            let now = Instant::now();
+            self.start_round(now);
+            self.start_joins(now);
+            let wait = self.next_round.saturating_duration_since(now).min(Duration::from_secs(1));
+            if let Err(e) = self.reactor.turn(Some(wait)) {
+                error!(error = %e, "event loop failed");
+                return Err((exit::FAILED, format!("event loop failed: {e}")));
+            }
+            self.take_results();
+            self.take_join_events();
+            self.take_lists();
+            self.end_round();
+            self.take_written();
+            let join_view: Vec<(String, bool, Option<f64>)> =
+                self.joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
+            if self.listener.is_some() {
+                serve_http(&mut self.reactor, &self.monitor, &self.own, &join_view, &mut self.streams);
+            }
+            if self.a.rounds.is_some_and(|n| self.own.rounds >= n) && self.round.is_none() {
+                break;
             }
         }
-        for j in &mut joins {
+        // Write what is left, then stop.
+        self.writer.close();
+        while let Some(w) = self.writer.try_recv() {
+            if let Written::Committed { round, .. } = w {
+                self.monitor.committed(round);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a round when one is due: a scan of every target, and the lists to fetch.
+    fn start_round(&mut self, now: Instant) {
+        if self.round.is_some() || now < self.next_round || self.a.rounds.is_some_and(|n| self.own.rounds >= n) {
+            return;
+        }
+        let Some(p) = self.plugins.take() else { return };
+        // Spread the round's requests (about two datagrams a query) over about half the interval, so that a big fleet
+        // is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of 50 ms' worth.
+        let rate = self.rate;
+        let round_rate = (((self.targets.len() as f64) * 4.0 / self.interval.as_secs_f64()).ceil() as u32)
+            .clamp(50, rate.max(50))
+            .min(rate);
+        let cfg = ScanConfig { rate: round_rate, burst: (round_rate / 20).clamp(1, 1000), ..self.scan_cfg.clone() };
+        let mut scan = Scan::new(p, cfg, now);
+        scan.reserve(self.targets.len());
+        for t in &self.targets {
+            let _ = scan.add_target(now, t.clone());
+        }
+        self.monitor.begin_round(unix_now());
+        self.round = Some((self.reactor.add_scan(scan), now));
+        if let Some(f) = &self.fetcher {
+            for (format, url) in &self.http_masters {
+                f.request(self.monitor.round(), *format, url);
+            }
+            self.fetches_left = self.http_masters.len();
+        }
+        // The next round one interval after this one began, plus up to 5% of jitter.
+        let jitter = self.interval.mul_f64((random_u64() % 1000) as f64 / 20_000.0);
+        self.next_round = (self.next_round + self.interval).max(now) + jitter;
+    }
+
+    /// Starts the join checks that are due.
+    fn start_joins(&mut self, now: Instant) {
+        for j in &mut self.joins {
             if j.running.is_none() && now >= j.next {
                 let config = SessionConfig {
                     callsign: "bzhead-monitor".into(),
@@ -368,8 +482,8 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                     full_join: true,
                     ..SessionConfig::default()
                 };
-                own.joins_tried += 1;
-                match reactor.add_session(j.addr, config, SessionOptions::default()) {
+                self.own.joins_tried += 1;
+                match self.reactor.add_session(j.addr, config, SessionOptions::default()) {
                     Ok(id) => j.running = Some((id, now, false, false)),
                     Err(e) => {
                         warn!(server = %j.addr, error = %e, "verify_join: cannot connect");
@@ -379,19 +493,21 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                 j.next = now + j.every;
             }
         }
-        let wait = next_round.saturating_duration_since(now).min(Duration::from_secs(1));
-        if let Err(e) = reactor.turn(Some(wait)) {
-            error!(error = %e, "event loop failed");
-            return Err((exit::FAILED, format!("event loop failed: {e}")));
+    }
+
+    /// The round's results, to the monitor.
+    fn take_results(&mut self) {
+        while let Some((sid, _, ScanEvent::Result(r))) = self.reactor.poll_scan_event() {
+            self.monitor.observe(&r);
+            self.reactor.recycle_scan_result(sid, r);
         }
-        // Results.
-        while let Some((sid, _, ScanEvent::Result(r))) = reactor.poll_scan_event() {
-            monitor.observe(&r);
-            reactor.recycle_scan_result(sid, r);
-        }
-        // Joins.
+    }
+
+    /// The join checks' sessions: joined (with UDP) or not; ended sessions are taken off the reactor.
+    fn take_join_events(&mut self) {
+        let reactor = &mut self.reactor;
         while let Some((sid, at, ev)) = reactor.poll_event() {
-            let Some(j) = joins.iter_mut().find(|j| j.running.is_some_and(|r| r.0 == sid)) else { continue };
+            let Some(j) = self.joins.iter_mut().find(|j| j.running.is_some_and(|r| r.0 == sid)) else { continue };
             let Some((_, began, accepted, udp)) = j.running.as_mut() else { continue };
             match ev {
                 Event::Accept { .. } => *accepted = true,
@@ -402,7 +518,7 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
             if *accepted && *udp {
                 let secs = at.saturating_duration_since(*began).as_secs_f64();
                 j.last = Some((true, Some(secs)));
-                own.joins_ok += 1;
+                self.own.joins_ok += 1;
                 info!(server = %j.addr, seconds = secs, "verify_join: joined");
                 reactor.leave(sid);
                 j.running = None;
@@ -413,26 +529,29 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
             }
         }
         for id in reactor.session_ids() {
-            if reactor.is_done(id) && !joins.iter().any(|j| j.running.is_some_and(|r| r.0 == id)) {
+            if reactor.is_done(id) && !self.joins.iter().any(|j| j.running.is_some_and(|r| r.0 == id)) {
                 reactor.remove_session(id);
             }
         }
-        // Lists fetched for this round.
-        while let Some((r, outcome)) = fetcher.as_ref().and_then(Fetcher::try_recv) {
-            if r != monitor.round() || round.is_none() {
+    }
+
+    /// Lists fetched for this round: their entries join its scan.
+    fn take_lists(&mut self) {
+        while let Some((r, outcome)) = self.fetcher.as_ref().and_then(Fetcher::try_recv) {
+            if r != self.monitor.round() || self.round.is_none() {
                 continue; // a late answer for an earlier round
             }
-            fetches_left = fetches_left.saturating_sub(1);
+            self.fetches_left = self.fetches_left.saturating_sub(1);
             match outcome {
                 Ok(entries) => {
                     // The same entry policy as a UDP master's list.
-                    let mut filter = EntryFilter::new(policy);
+                    let mut filter = EntryFilter::new(self.policy);
                     let mut seen = std::collections::HashSet::new();
                     let taken: Vec<_> =
                         entries.into_iter().filter(|e| seen.insert(e.addr) && filter.check(e.addr).is_ok()).collect();
                     info!(taken = taken.len(), dropped = filter.counts().dropped(), "master list fetched");
-                    if let Some((id, _)) = round {
-                        reactor.with_scan(id, |scan, now| {
+                    if let Some((id, _)) = self.round {
+                        self.reactor.with_scan(id, |scan, now| {
                             for e in taken {
                                 let _ = scan.add_target(now, Target::new(e.protocol, e.addr));
                             }
@@ -440,55 +559,60 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                     }
                 }
                 Err(e) => {
-                    own.failed += 1;
+                    self.own.failed += 1;
                     warn!(error = %e, "master list not fetched");
                 }
             }
         }
-        // End of a round.
-        if let Some((id, began)) = round {
-            if fetches_left == 0 && reactor.is_scan_done(id) {
-                while let Some((sid, _, ScanEvent::Result(r))) = reactor.poll_scan_event() {
-                    monitor.observe(&r);
-                    reactor.recycle_scan_result(sid, r);
-                }
-                let batch = monitor.end_round();
-                let events = batch.events.len();
-                writer.send(batch);
-                let secs = began.elapsed().as_secs_f64();
-                if let Some(scan) = reactor.remove_scan(id) {
-                    let st = scan.stats();
-                    own.queries_sent += st.started;
-                    own.answered += st.answered;
-                    own.timed_out += st.timed_out;
-                    own.malformed += st.malformed;
-                    own.failed += st.refused + st.plugin_errors + st.other_errors;
-                    own.datagrams_sent += st.sent;
-                    if a.print_rounds {
-                        let line = serde_json::json!({
-                            "round": monitor.round(), "seconds": secs, "queries": st.started,
-                            "answered": st.answered, "timed_out": st.timed_out, "events": events,
-                        });
-                        let mut o = stdout.lock();
-                        let _ = writeln!(o, "{line}");
-                        let _ = o.flush();
-                    }
-                    plugins = Some(scan.into_plugins());
-                }
-                own.rounds += 1;
-                own.last_round_seconds = secs;
-                own.round_seconds_sum += secs;
-                round = None;
-            }
+    }
+
+    /// The end of a round (its scan done, its lists in): its batch to the writer, its counts, the plugins back.
+    fn end_round(&mut self) {
+        let Some((id, began)) = self.round else { return };
+        if self.fetches_left != 0 || !self.reactor.is_scan_done(id) {
+            return;
         }
-        // The database's reports.
-        while let Some(w) = writer.try_recv() {
+        self.take_results();
+        let batch = self.monitor.end_round();
+        let events = batch.events.len();
+        self.writer.send(batch);
+        let secs = began.elapsed().as_secs_f64();
+        if let Some(scan) = self.reactor.remove_scan(id) {
+            let st = scan.stats();
+            let own = &mut self.own;
+            own.queries_sent += st.started;
+            own.answered += st.answered;
+            own.timed_out += st.timed_out;
+            own.malformed += st.malformed;
+            own.failed += st.refused + st.plugin_errors + st.other_errors;
+            own.datagrams_sent += st.sent;
+            if self.a.print_rounds {
+                let line = serde_json::json!({
+                    "round": self.monitor.round(), "seconds": secs, "queries": st.started,
+                    "answered": st.answered, "timed_out": st.timed_out, "events": events,
+                });
+                let mut o = std::io::stdout().lock();
+                let _ = writeln!(o, "{line}");
+                let _ = o.flush();
+            }
+            self.plugins = Some(scan.into_plugins());
+        }
+        self.own.rounds += 1;
+        self.own.last_round_seconds = secs;
+        self.own.round_seconds_sum += secs;
+        self.round = None;
+    }
+
+    /// The database writer's reports.
+    fn take_written(&mut self) {
+        while let Some(w) = self.writer.try_recv() {
+            let own = &mut self.own;
             match w {
                 Written::Committed { round, micros, .. } => {
                     own.db_commits += 1;
                     own.db_failing = false;
                     own.db_last_commit_seconds = micros as f64 / 1e6;
-                    monitor.committed(round);
+                    self.monitor.committed(round);
                 }
                 Written::Failed { .. } => {
                     own.db_errors += 1;
@@ -496,28 +620,12 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
                 }
                 Written::Dropped { round } => {
                     own.db_dropped_rounds += 1;
-                    monitor.committed(round);
+                    self.monitor.committed(round);
                 }
                 Written::Pruned { .. } => {}
             }
         }
-        let join_view: Vec<(String, bool, Option<f64>)> =
-            joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
-        if listener.is_some() {
-            serve_http(&mut reactor, &monitor, &own, &join_view, &mut streams);
-        }
-        if a.rounds.is_some_and(|n| own.rounds >= n) && round.is_none() {
-            break;
-        }
     }
-    // Write what is left, then stop.
-    writer.close();
-    while let Some(w) = writer.try_recv() {
-        if let Written::Committed { round, .. } = w {
-            monitor.committed(round);
-        }
-    }
-    Ok(())
 }
 
 /// Answers the HTTP requests of this turn and pushes new events to the change-feed streams.

@@ -194,14 +194,15 @@ impl Controls {
         Controls { lines, signals, deadline }
     }
 
-    /// The lines typed since the last call, in order.
-    pub fn typed(&self) -> impl Iterator<Item = Typed> + '_ {
-        self.lines.try_iter().filter_map(|l| Typed::parse(&l))
-    }
-
-    /// True when `--for` has elapsed or a signal came.
-    pub fn time_to_leave(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d) || self.signals.try_recv().is_ok()
+    /// What was asked since the last call, in order: the lines typed, then a [`Typed::Quit`] when --for has
+    /// elapsed or a signal came (unless the observers already left, `left`, or a /quit came with the lines).
+    pub fn asked(&self, left: bool) -> Vec<Typed> {
+        let mut asked: Vec<Typed> = self.lines.try_iter().filter_map(|l| Typed::parse(&l)).collect();
+        let quit = left || asked.contains(&Typed::Quit);
+        if !quit && (self.deadline.is_some_and(|d| Instant::now() >= d) || self.signals.try_recv().is_ok()) {
+            asked.push(Typed::Quit);
+        }
+        asked
     }
 }
 
@@ -212,12 +213,9 @@ pub fn netstats_block(session: &Session, now: Instant, t: Duration, json: bool) 
 
 /// Runs the command; returns the exit code.
 pub fn run(a: ObserveArgs) -> u8 {
-    let filter = match Filter::new(&a.show, &a.hide) {
+    let filter = match super::event_filter(&a.show, &a.hide) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("bzhead: {e}");
-            return exit::USAGE;
-        }
+        Err(code) => return code,
     };
     if let Some(web) = &a.web {
         return super::web::observe_web(&a, web, &filter, a.reconnect);
@@ -400,15 +398,11 @@ impl<'a> Observers<'a> {
 
     /// Typed lines (chat goes out through the first observer), signals and --for.
     fn take_controls(&mut self) {
-        let typed: Vec<Typed> = self.controls.typed().collect();
-        for t in typed {
+        for t in self.controls.asked(self.left) {
             match t {
                 Typed::Quit => self.leave_all(),
                 Typed::Chat(text) => self.reactor.send_chat(self.id, player::ALL_PLAYERS, &text),
             }
-        }
-        if !self.left && self.controls.time_to_leave() {
-            self.leave_all();
         }
         if self.left {
             // Leaving (/quit, --for, a signal) while the first observer waits to come back is a clean end.

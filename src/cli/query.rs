@@ -527,6 +527,30 @@ pub fn scan(a: ScanArgs) -> u8 {
         eprintln!("bzhead: {} is a master protocol; use it with --master (and --master-protocol)", a.protocol);
         return exit::USAGE;
     }
+    let (targets, master_proto) = match scan_targets(&a, &set, port) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    // The master gets the plugin parameters of the servers only through its own flags.
+    let cfg = ScanConfig {
+        rate: a.rate.max(1),
+        burst: (a.rate / 20).clamp(1, 1000),
+        concurrency: a.concurrency.max(1),
+        master_policy: MasterPolicy { allow_special_use: a.allow_private, max_ports_per_host: a.max_ports_per_host },
+        ..config(&a.opts, params)
+    };
+    let started = Instant::now();
+    let mut printer = ScanPrinter::new(&a, master_proto);
+    let run = run_scan(set, cfg, targets, |t| match t {
+        Tick::Result(r) => printer.result(r),
+        Tick::Turn(st, left) => printer.turn(st, left),
+    });
+    printer.finish(run, started)
+}
+
+/// The scan's targets: a master's (asked over HTTP(S) before the scan, or over UDP by the scan itself, whose
+/// protocol is then returned too) and a list file's. `Err` is the exit code.
+fn scan_targets(a: &ScanArgs, set: &PluginSet, port: u16) -> Result<(Vec<Target>, Option<String>), u8> {
     let mut targets = Vec::new();
     let mut master_proto = None;
     // Lists published over HTTP(S) (BZFlag's list server, DDNet's servers.json) are fetched before the scan starts.
@@ -555,38 +579,11 @@ pub fn scan(a: ScanArgs) -> u8 {
             }
             Err(e) => {
                 eprintln!("bzhead: master {e}");
-                return exit::NO_ANSWER;
+                return Err(exit::NO_ANSWER);
             }
         }
     } else if let Some(m) = &a.master {
-        let Some(mport) = default_port(&set, &a.master_protocol) else {
-            eprintln!("bzhead: {}", unknown_protocol(&set, &a.master_protocol, &a.opts.dirs));
-            return exit::USAGE;
-        };
-        if set.protocol(&a.master_protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
-            eprintln!("bzhead: {} is not a master protocol", a.master_protocol);
-            return exit::USAGE;
-        }
-        let addr = match resolve(m, mport) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("bzhead: master {e}");
-                return exit::USAGE;
-            }
-        };
-        let mut mparams = Vec::new();
-        let game_protocol = a.game_protocol.map(|p| p.to_string());
-        for (k, v) in [("game", &a.game), ("game_protocol", &game_protocol), ("filters", &a.filters)] {
-            if let Some(v) = v {
-                mparams.push((k.to_owned(), v.clone()));
-            }
-        }
-        targets.push(Target {
-            protocol: a.master_protocol.clone(),
-            addr,
-            params: mparams,
-            expand: Some((a.protocol.clone(), Vec::new())),
-        });
+        targets.push(master_target(a, set, m)?);
         master_proto = Some(a.master_protocol.clone());
     }
     if let Some(path) = &a.list {
@@ -594,7 +591,7 @@ pub fn scan(a: ScanArgs) -> u8 {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("bzhead: cannot read {}: {e}", path.display());
-                return exit::USAGE;
+                return Err(exit::USAGE);
             }
         };
         for (line, entry) in list_entries(&text) {
@@ -604,116 +601,184 @@ pub fn scan(a: ScanArgs) -> u8 {
             }
         }
     }
-    // The master gets the plugin parameters of the servers only through its own flags.
-    let cfg = ScanConfig {
-        rate: a.rate.max(1),
-        burst: (a.rate / 20).clamp(1, 1000),
-        concurrency: a.concurrency.max(1),
-        master_policy: MasterPolicy { allow_special_use: a.allow_private, max_ports_per_host: a.max_ports_per_host },
-        ..config(&a.opts, params)
+    Ok((targets, master_proto))
+}
+
+/// The target of a master `m` asked over UDP, whose entries the scan queries with `--protocol`. `Err` is the exit
+/// code.
+fn master_target(a: &ScanArgs, set: &PluginSet, m: &str) -> Result<Target, u8> {
+    let Some(mport) = default_port(set, &a.master_protocol) else {
+        eprintln!("bzhead: {}", unknown_protocol(set, &a.master_protocol, &a.opts.dirs));
+        return Err(exit::USAGE);
     };
-    let started = Instant::now();
-    let progress = !a.quiet && io::stderr().is_terminal();
-    let stdout = io::stdout();
-    let mut stdout = stdout.lock();
-    // Lines are gathered here and written every FLUSH_EVERY (or per OUT_CHUNK, and at the end): they reach a pipe
-    // within a few milliseconds without a write (and a wake-up of the reader) per line or per turn.
-    const OUT_CHUNK: usize = 64 * 1024;
-    const FLUSH_EVERY: Duration = Duration::from_millis(10);
-    let mut out: Vec<u8> = Vec::with_capacity(OUT_CHUNK);
-    let mut last_flush = Instant::now();
-    if !a.json {
-        let _ = writeln!(out, "{TABLE_HEADER}");
+    if set.protocol(&a.master_protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
+        eprintln!("bzhead: {} is not a master protocol", a.master_protocol);
+        return Err(exit::USAGE);
     }
-    let mut master_failed = None;
-    let mut last_progress = Instant::now();
-    let is_master = |r: &QueryResult| master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0;
-    // Counts of the servers' results (the master's is reported on its own), and the exit code.
-    let (mut servers, mut answered, mut timed_out, mut malformed, mut code) = (0u64, 0u64, 0u64, 0u64, exit::OK);
-    let run = run_scan(set, cfg, targets, |t| match t {
-        Tick::Result(r) => {
-            if is_master(r) {
-                match &r.outcome {
-                    Ok(ans) => {
-                        let raw = |k: &str| ans.raw().get(k).map_or_else(|| "0".to_owned(), |v| v.to_string());
-                        eprintln!(
-                            "bzhead: master {} listed {} servers: {} taken, {} special-use dropped, {} dropped over \
-                             {} ports per host{}",
-                            r.address,
-                            ans.servers().map_or(0, <[_]>::len),
-                            raw("entries_taken"),
-                            raw("dropped_special_use"),
-                            raw("dropped_ports_per_host"),
-                            a.max_ports_per_host,
-                            if a.allow_private { " (special-use allowed)" } else { "" },
-                        )
-                    }
-                    Err(e) => master_failed = Some(format!("master {}: {}", r.address, for_terminal(&e.to_string()))),
-                }
-            } else {
-                servers += 1;
-                match &r.outcome {
-                    Ok(_) => answered += 1,
-                    Err(e) if e.kind == bzhead::query::ErrorKind::Timeout => timed_out += 1,
-                    Err(e) if e.kind == bzhead::query::ErrorKind::Malformed => malformed += 1,
-                    Err(_) => {}
-                }
-                code = code.max(exit_code(std::slice::from_ref(r)));
-            }
-            if a.json {
-                r.write_json(&mut out);
-                out.push(b'\n');
-            } else if !is_master(r) && (r.is_ok() || a.all) {
-                let _ = writeln!(out, "{}", table_row(r));
-            }
-            if out.len() >= OUT_CHUNK {
-                let _ = stdout.write_all(&out);
-                out.clear();
-            }
-        }
-        Tick::Turn(st, left) => {
-            if !out.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
-                last_flush = Instant::now();
-                let _ = stdout.write_all(&out);
-                out.clear();
-                let _ = stdout.flush();
-            }
-            if progress && last_progress.elapsed() >= Duration::from_millis(100) {
-                last_progress = Instant::now();
-                eprint!(
-                    "\r\x1b[K[{} done, {left} to go] answered {}, timed out {}, malformed {}",
-                    st.finished, st.answered, st.timed_out, st.malformed
-                );
-            }
-        }
-    });
-    if progress {
-        eprint!("\r\x1b[K");
-    }
-    let _ = stdout.write_all(&out);
-    let _ = stdout.flush();
-    let stats = match run {
+    let addr = match resolve(m, mport) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("bzhead: {e}");
-            return exit::FAILED;
+            eprintln!("bzhead: master {e}");
+            return Err(exit::USAGE);
         }
     };
-    eprintln!(
-        "bzhead: scanned {servers} servers: {answered} answered, {timed_out} timed out, {malformed} malformed, {} \
-         other errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored; master entries \
-         dropped: {} special-use, {} over the per-host limit)",
-        servers - answered - timed_out - malformed,
-        started.elapsed().as_secs_f64(),
-        stats.sent,
-        stats.received,
-        stats.unsolicited + stats.ignored,
-        stats.dropped_special_use,
-        stats.dropped_ports_per_host,
-    );
-    if let Some(m) = master_failed {
-        eprintln!("bzhead: {m}");
-        return exit::NO_ANSWER;
+    let mut mparams = Vec::new();
+    let game_protocol = a.game_protocol.map(|p| p.to_string());
+    for (k, v) in [("game", &a.game), ("game_protocol", &game_protocol), ("filters", &a.filters)] {
+        if let Some(v) = v {
+            mparams.push((k.to_owned(), v.clone()));
+        }
     }
-    code
+    Ok(Target {
+        protocol: a.master_protocol.clone(),
+        addr,
+        params: mparams,
+        expand: Some((a.protocol.clone(), Vec::new())),
+    })
+}
+
+/// Lines are gathered and written every [`FLUSH_EVERY`] (or per [`OUT_CHUNK`], and at the end): they reach a pipe
+/// within a few milliseconds without a write (and a wake-up of the reader) per line or per turn.
+const OUT_CHUNK: usize = 64 * 1024;
+const FLUSH_EVERY: Duration = Duration::from_millis(10);
+
+/// What a scan prints: the results (table rows or JSON lines), the progress line, the master's report and the
+/// summary; and the counts of the servers' results (the master's is reported on its own) and the exit code.
+struct ScanPrinter<'a> {
+    a: &'a ScanArgs,
+    /// The protocol of a master asked over UDP: its result is the first of that protocol.
+    master_proto: Option<String>,
+    stdout: io::StdoutLock<'static>,
+    out: Vec<u8>,
+    last_flush: Instant,
+    progress: bool,
+    last_progress: Instant,
+    master_failed: Option<String>,
+    servers: u64,
+    answered: u64,
+    timed_out: u64,
+    malformed: u64,
+    code: u8,
+}
+
+impl<'a> ScanPrinter<'a> {
+    fn new(a: &'a ScanArgs, master_proto: Option<String>) -> ScanPrinter<'a> {
+        let mut out: Vec<u8> = Vec::with_capacity(OUT_CHUNK);
+        if !a.json {
+            let _ = writeln!(out, "{TABLE_HEADER}");
+        }
+        ScanPrinter {
+            a,
+            master_proto,
+            stdout: io::stdout().lock(),
+            out,
+            last_flush: Instant::now(),
+            progress: !a.quiet && io::stderr().is_terminal(),
+            last_progress: Instant::now(),
+            master_failed: None,
+            servers: 0,
+            answered: 0,
+            timed_out: 0,
+            malformed: 0,
+            code: exit::OK,
+        }
+    }
+
+    fn is_master(&self, r: &QueryResult) -> bool {
+        self.master_proto.as_deref() == Some(r.protocol.as_str()) && r.index == 0
+    }
+
+    /// A finished query: counted, printed (the master's is reported on stderr).
+    fn result(&mut self, r: &QueryResult) {
+        let a = self.a;
+        if self.is_master(r) {
+            match &r.outcome {
+                Ok(ans) => {
+                    let raw = |k: &str| ans.raw().get(k).map_or_else(|| "0".to_owned(), |v| v.to_string());
+                    eprintln!(
+                        "bzhead: master {} listed {} servers: {} taken, {} special-use dropped, {} dropped over {} \
+                         ports per host{}",
+                        r.address,
+                        ans.servers().map_or(0, <[_]>::len),
+                        raw("entries_taken"),
+                        raw("dropped_special_use"),
+                        raw("dropped_ports_per_host"),
+                        a.max_ports_per_host,
+                        if a.allow_private { " (special-use allowed)" } else { "" },
+                    )
+                }
+                Err(e) => self.master_failed = Some(format!("master {}: {}", r.address, for_terminal(&e.to_string()))),
+            }
+        } else {
+            self.servers += 1;
+            match &r.outcome {
+                Ok(_) => self.answered += 1,
+                Err(e) if e.kind == bzhead::query::ErrorKind::Timeout => self.timed_out += 1,
+                Err(e) if e.kind == bzhead::query::ErrorKind::Malformed => self.malformed += 1,
+                Err(_) => {}
+            }
+            self.code = self.code.max(exit_code(std::slice::from_ref(r)));
+        }
+        if a.json {
+            r.write_json(&mut self.out);
+            self.out.push(b'\n');
+        } else if !self.is_master(r) && (r.is_ok() || a.all) {
+            let _ = writeln!(self.out, "{}", table_row(r));
+        }
+        if self.out.len() >= OUT_CHUNK {
+            let _ = self.stdout.write_all(&self.out);
+            self.out.clear();
+        }
+    }
+
+    /// The end of a turn: the lines gathered, and the progress line on a terminal.
+    fn turn(&mut self, st: &ScanStats, left: usize) {
+        if !self.out.is_empty() && self.last_flush.elapsed() >= FLUSH_EVERY {
+            self.last_flush = Instant::now();
+            let _ = self.stdout.write_all(&self.out);
+            self.out.clear();
+            let _ = self.stdout.flush();
+        }
+        if self.progress && self.last_progress.elapsed() >= Duration::from_millis(100) {
+            self.last_progress = Instant::now();
+            eprint!(
+                "\r\x1b[K[{} done, {left} to go] answered {}, timed out {}, malformed {}",
+                st.finished, st.answered, st.timed_out, st.malformed
+            );
+        }
+    }
+
+    /// After the scan: the last lines, the summary; returns the exit code.
+    fn finish(mut self, run: Result<ScanStats, String>, started: Instant) -> u8 {
+        if self.progress {
+            eprint!("\r\x1b[K");
+        }
+        let _ = self.stdout.write_all(&self.out);
+        let _ = self.stdout.flush();
+        let stats = match run {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("bzhead: {e}");
+                return exit::FAILED;
+            }
+        };
+        let (servers, answered, timed_out, malformed) = (self.servers, self.answered, self.timed_out, self.malformed);
+        eprintln!(
+            "bzhead: scanned {servers} servers: {answered} answered, {timed_out} timed out, {malformed} malformed, {} \
+             other errors in {:.1} s ({} datagrams sent, {} received, {} unsolicited or ignored; master entries \
+             dropped: {} special-use, {} over the per-host limit)",
+            servers - answered - timed_out - malformed,
+            started.elapsed().as_secs_f64(),
+            stats.sent,
+            stats.received,
+            stats.unsolicited + stats.ignored,
+            stats.dropped_special_use,
+            stats.dropped_ports_per_host,
+        );
+        if let Some(m) = self.master_failed {
+            eprintln!("bzhead: {m}");
+            return exit::NO_ANSWER;
+        }
+        self.code
+    }
 }

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use bzhead::observer::{json_line, text_line, Filter};
+use bzhead::observer::{json_line, text_line};
 
 use super::exit;
 
@@ -26,12 +26,9 @@ pub struct ReplayArgs {
 
 /// Runs the command; returns the exit code.
 pub fn run(a: ReplayArgs) -> u8 {
-    let filter = match Filter::new(&a.show, &a.hide) {
+    let filter = match super::event_filter(&a.show, &a.hide) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("bzhead: {e}");
-            return exit::USAGE;
-        }
+        Err(code) => return code,
     };
     // Streamed: one record at a time, each event printed as it comes.
     let (meta, records) = match bzhead::record::RecordReader::open(&a.file) {

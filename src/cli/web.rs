@@ -236,8 +236,7 @@ impl<'a> WebObservers<'a> {
 
     /// Typed lines (chat goes out to every server), signals and --for.
     fn take_controls(&mut self) {
-        let typed: Vec<Typed> = self.controls.typed().collect();
-        for t in typed {
+        for t in self.controls.asked(self.left) {
             match t {
                 Typed::Quit => self.leave_all(),
                 Typed::Chat(text) => {
@@ -248,9 +247,6 @@ impl<'a> WebObservers<'a> {
                     }
                 }
             }
-        }
-        if !self.left && self.controls.time_to_leave() {
-            self.leave_all();
         }
     }
 
@@ -327,8 +323,7 @@ impl<'a> WebObservers<'a> {
     fn netstats(&mut self) {
         for si in 0..self.servers.len() {
             let Some(sid) = self.servers[si].session else { continue };
-            loop {
-                let Some(clock) = self.servers[si].net_clock.as_mut() else { break };
+            while let Some(clock) = self.servers[si].net_clock.as_mut() {
                 let now = Instant::now();
                 match clock.poll(now) {
                     NetstatsDue::Nothing => break,
