@@ -423,9 +423,11 @@ impl Tank {
             dims: self.dimensions(phys),
         };
         let (dt, mut v, mut w) = self.wanted_motion(dt, &from, &env, report);
+        // Below the floor (deeper than Burrow allows): come back up.
         if from.pos.z < env.ground_limit {
             v.z = v.z.max(-from.pos.z / 2.0 + 0.5);
         }
+        // A jump; with `_noClimb`, one from a sloped surface goes straight up.
         if want_jump && self.is_alive() && self.try_jump(phys, &mut v) {
             report.jumped = true;
             if !self.last_flat_top && phys.no_climb {
@@ -434,6 +436,7 @@ impl Tank {
             }
         }
         self.add_driver_push(dt, &from, &env, &mut v, &mut w);
+        // The speed the tank sets out with, which the measured velocity may not exceed.
         let nominal2 = v.truncate().length_squared();
 
         let (mut m, on_building, bumped) = self.move_through_world(dt, &from, &env, v, w);
@@ -582,6 +585,7 @@ impl Tank {
         if alive_motion {
             self.location = Location::OnGround;
         }
+        // A tank that starts inside something drives out of it: only the outer walls stop it then.
         let stuck = self.collide(env.world, from.pos, from.az, env.dims, env.phased).is_some_and(|(_, e)| e);
         let mut m = Motion { pos: from.pos, az: from.az, vel: v, ang_vel: w };
         let mut time_left = dt;
@@ -605,6 +609,7 @@ impl Tank {
                 self.collide(env.world, m.pos, m.az, env.dims, env.phased)
             };
             last_hit = hit;
+            // Free, or inside a building it passes through (phased): the move stands.
             let Some((obstacle, expelled)) = hit else { break };
             if !expelled {
                 break;
@@ -642,6 +647,8 @@ impl Tank {
                 on_building = true;
             }
         }
+        // Not standing on anything met on the way: inside a building it passes through, in the air, or on the
+        // ground.
         if self.location == Location::OnGround {
             if last_hit.is_some_and(|(_, e)| !e) {
                 self.location = Location::InBuilding;
