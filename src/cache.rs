@@ -22,8 +22,7 @@
 //! the reactor calls it on its worker thread, so a slow disk or a 64 MiB file never stalls the event loop.
 //! Hashes are checked to be exactly 32 lowercase hex digits before they become part of a path, so a hostile server
 //! cannot make bzhead read or write outside the cache directory, and files larger than [`MAX_WORLD_FILE`] are
-//! neither read nor written.
-#![forbid(unsafe_code)]
+//! neither read nor written. (`unsafe` is forbidden here by the `mod` line in `lib.rs`, see `docs/unsafe.md`.)
 
 use std::ffi::OsString;
 use std::fs::{self, OpenOptions};

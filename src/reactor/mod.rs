@@ -17,6 +17,9 @@
 //! [`Reactor::submit`] (the bot host models worlds there), run on one worker thread whose results come back
 //! through the poll (its `mio::Waker`). At most [`MAX_WORLDS_IN_FLIGHT`] sessions fetch a world at once.
 //! [`Reactor::longest_turn`] tells the longest time a turn spent working.
+//!
+//! `unsafe` is denied here except in `query::batch` (the `recvmmsg`/`sendmmsg` calls), see `docs/unsafe.md`.
+#![deny(unsafe_code)]
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -36,8 +39,10 @@ use crate::bzflag::session::{Channel, Session, SessionConfig, WorldRequest};
 use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
+#[forbid(unsafe_code)]
 mod http;
 mod query;
+#[forbid(unsafe_code)]
 mod worker;
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};

@@ -26,6 +26,7 @@ use crate::query::result::{ErrorKind, QueryError, QueryResult};
 use crate::query::scan::{Scan, ScanEvent, TcpQueryId};
 use batch::{send_batch, RecvBatch, BATCH};
 
+#[allow(unsafe_code)] // the batched socket calls: the reactor's only unsafe (docs/unsafe.md)
 mod batch;
 
 /// Most datagrams waiting for one query socket while the kernel buffer is full; beyond it the oldest are dropped

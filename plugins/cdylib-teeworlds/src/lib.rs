@@ -1,5 +1,7 @@
 //! The `teeworlds` query plugin as a file bzhead loads (`libbzhead_teeworlds.so`): the one unmangled entry symbol, over the
 //! table that `query_teeworlds` declares. bzhead links `query_teeworlds` in as a built-in protocol; this file is for
 //! `--plugin-dir` and the plugin directories (a file overrides the built-in for its protocols).
+// No `unsafe` of its own: the `#[unsafe(no_mangle)]` of the entry symbol is query_abi::export_entry!'s.
+#![forbid(unsafe_code)]
 
 query_abi::export_entry!(query_teeworlds);

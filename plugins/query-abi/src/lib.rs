@@ -72,11 +72,13 @@ use core::marker::{PhantomData, PhantomPinned};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 #[cfg(feature = "std")]
+#[forbid(unsafe_code)]
 mod safe;
 #[cfg(feature = "std")]
 pub use safe::*;
 
 #[cfg(feature = "std")]
+#[forbid(unsafe_code)]
 pub mod collect;
 #[cfg(feature = "std")]
 pub mod export;

@@ -396,6 +396,9 @@ impl Tank {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
+    /// One sub-step of [`Tank::step`], in the order of `LocalPlayer::doUpdateMotion`: the clock and the pause,
+    /// the velocity the tank wants where it is, a jump, the physics driver's push, the move through the world
+    /// with its collisions, the world's edge, teleporters, the surface under the tank, and the new state.
     fn step_once(
         &mut self,
         dt: f32,
@@ -405,6 +408,61 @@ impl Tank {
         world: &WorldModel,
         report: &mut StepReport,
     ) {
+        if !self.tick(dt, phys, report) {
+            return;
+        }
+        if self.is_alive() {
+            self.set_desired(controls, phys);
+        }
+        let from = StepStart { location: self.location, pos: self.pos, az: self.azimuth, vel: self.vel };
+        let env = StepEnv {
+            phys,
+            world,
+            phased: matches!(self.location, Location::Exploding) || self.flag == flag::OSCILLATION || self.is_zoned(),
+            ground_limit: if self.flag == flag::BURROW { phys.burrow_depth } else { 0.0 },
+            dims: self.dimensions(phys),
+        };
+        let (dt, mut v, mut w) = self.wanted_motion(dt, &from, &env, report);
+        // Below the floor (deeper than Burrow allows): come back up.
+        if from.pos.z < env.ground_limit {
+            v.z = v.z.max(-from.pos.z / 2.0 + 0.5);
+        }
+        // A jump; with `_noClimb`, one from a sloped surface goes straight up.
+        if want_jump && self.is_alive() && self.try_jump(phys, &mut v) {
+            report.jumped = true;
+            if !self.last_flat_top && phys.no_climb {
+                v.x = 0.0;
+                v.y = 0.0;
+            }
+        }
+        self.add_driver_push(dt, &from, &env, &mut v, &mut w);
+        // The speed the tank sets out with, which the measured velocity may not exceed.
+        let nominal2 = v.truncate().length_squared();
+
+        let (mut m, on_building, bumped) = self.move_through_world(dt, &from, &env, v, w);
+
+        // Stay inside the world whatever happens (the server kicks beyond worldSize/2 + 10).
+        let edge = (phys.half_world() - env.dims.y).max(0.0);
+        m.pos.x = m.pos.x.clamp(-edge, edge);
+        m.pos.y = m.pos.y.clamp(-edge, edge);
+
+        self.crossing_plane = crossing_plane(world, m.pos, m.az, env.dims);
+        self.status.set(PlayerStatus::CROSSING_WALL, self.crossing_plane.is_some());
+
+        if dt > 0.0 {
+            measure_velocities(dt, bumped.unwrap_or(from.pos), from.az, nominal2, &mut m);
+        }
+        if self.is_alive() {
+            self.pass_teleporter(&from, &env, &mut m, report);
+        }
+        self.stand_on_driver(world, on_building, m.pos, report);
+        self.finish_step(from.location, m, world, report);
+    }
+
+    /// The start of a sub-step (`LocalPlayer::doUpdate` before `doUpdateMotion`): advances the clock, ends the
+    /// Teleporting bit after `_teleportTime`, and counts a pause, asking once for `MsgDropFlag` after
+    /// `_pauseDropTime` with a flag. Whether the tank moves at all this sub-step (not paused, not dead).
+    fn tick(&mut self, dt: f32, phys: &Physics, report: &mut StepReport) -> bool {
         self.clock += dt;
         if self.status.contains(PlayerStatus::TELEPORTING) && self.clock - self.teleport_start >= phys.teleport_time {
             self.status.remove(PlayerStatus::TELEPORTING);
@@ -415,26 +473,23 @@ impl Tank {
                 self.pause_dropped = true;
                 report.pause_drop = true;
             }
-            return;
+            return false;
         }
         self.paused_for = 0.0;
         self.pause_dropped = false;
-        if self.location == Location::Dead {
-            return;
-        }
-        if self.is_alive() {
-            self.set_desired(controls, phys);
-        }
-        let old_location = self.location;
-        let old_pos = self.pos;
-        let old_az = self.azimuth;
-        let old_vel = self.vel;
-        let phased = matches!(self.location, Location::Exploding) || self.flag == flag::OSCILLATION || self.is_zoned();
-        let ground_limit = if self.flag == flag::BURROW { phys.burrow_depth } else { 0.0 };
-        let dims = self.dimensions(phys);
+        self.location != Location::Dead
+    }
+
+    /// The velocity and turn rate the tank wants for this sub-step, by where it is (the `location` switch of
+    /// `doUpdateMotion`): an explosion only falls (and ends after `_explodeTime`, which makes the rest of the
+    /// sub-step last no time: the returned `dt`); on the ground or a roof the tank drives with its accelerations
+    /// and friction (sinking or rising under Burrow, falling off an edge); inside a building at its floor it
+    /// drives freely; in the air it keeps its course under `_gravity`, or steers under Wings.
+    fn wanted_motion(&mut self, dt: f32, from: &StepStart, env: &StepEnv, report: &mut StepReport) -> (f32, Vec3, f32) {
+        let phys = env.phys;
         let mut dt = dt;
-        let mut v = old_vel;
-        let mut w;
+        let mut v = from.vel;
+        let w;
         match self.location {
             Location::Exploding => {
                 if self.clock - self.explode_start >= phys.explode_time {
@@ -449,24 +504,24 @@ impl Tank {
             Location::OnGround | Location::OnBuilding => {
                 let (speed, rate) = self.drive_rates(dt, phys);
                 w = rate;
-                let angle = old_az + 0.5 * dt * w;
+                let angle = from.az + 0.5 * dt * w;
                 let mut nv = Vec3::new(speed * angle.cos(), speed * angle.sin(), 0.0);
-                self.friction(dt, phys, old_vel, &mut nv);
+                self.friction(dt, phys, from.vel, &mut nv);
                 if self.flag == flag::WINGS {
                     self.wings_flaps = phys.wings_jump_count;
                 }
-                if old_pos.z < 0.0 && self.flag == flag::BURROW {
+                if from.pos.z < 0.0 && self.flag == flag::BURROW {
                     nv.z += 4.0 * phys.gravity * dt;
-                } else if old_pos.z > ground_limit {
+                } else if from.pos.z > env.ground_limit {
                     nv.z += phys.gravity * dt;
                 }
                 self.last_speed = speed;
                 v = nv;
             }
-            Location::InBuilding if old_pos.z == ground_limit => {
+            Location::InBuilding if from.pos.z == env.ground_limit => {
                 let (speed, rate) = self.drive_rates(dt, phys);
                 w = rate;
-                let angle = old_az + 0.5 * dt * w;
+                let angle = from.az + 0.5 * dt * w;
                 v = Vec3::new(speed * angle.cos(), speed * angle.sin(), 0.0);
                 self.last_speed = speed;
             }
@@ -477,7 +532,7 @@ impl Tank {
                     if phys.wings_slide_time > 0.0 {
                         self.slide(dt, phys.wings_slide_time, w, phys, &mut v);
                     } else {
-                        let angle = old_az + 0.5 * dt * w;
+                        let angle = from.az + 0.5 * dt * w;
                         v.x = speed * angle.cos();
                         v.y = speed * angle.sin();
                     }
@@ -489,230 +544,269 @@ impl Tank {
                 }
             }
         }
-        if old_pos.z < ground_limit {
-            v.z = v.z.max(-old_pos.z / 2.0 + 0.5);
-        }
-        if want_jump && self.is_alive() && self.try_jump(phys, &mut v) {
-            report.jumped = true;
-            if !self.last_flat_top && phys.no_climb {
-                v.x = 0.0;
-                v.y = 0.0;
-            }
-        }
-        // Physics driver under the tank.
-        if let Some(d) = self.phydrv.and_then(|i| world.physics_drivers.get(i as usize)).map(DriverMotion::of) {
-            v.z += d.linear.z;
-            if d.slide {
-                let slide_time =
-                    self.phydrv.and_then(|i| world.physics_drivers.get(i as usize)).map_or(1.0, |p| p.slide_time);
-                self.slide(dt, slide_time, w, phys, &mut v);
-            } else {
-                v.x += d.linear.x;
-                v.y += d.linear.y;
-                if d.angular_vel != 0.0 {
-                    w += d.angular_vel;
-                    let dp = old_pos.truncate() - d.angular_pos;
-                    v.x -= d.angular_vel * dp.y;
-                    v.y += d.angular_vel * dp.x;
-                }
-            }
-        }
-        let nominal2 = v.truncate().length_squared();
+        (dt, v, w)
+    }
 
-        // Move through the step, resolving collisions.
+    /// The push of the physics driver under the tank (`doUpdateMotion`'s `PhysicsDriver` part): its linear
+    /// velocity, and either a slide (the tank's own speed blends in over the driver's slide time) or its rotation
+    /// about its centre (which also turns the tank).
+    fn add_driver_push(&self, dt: f32, from: &StepStart, env: &StepEnv, v: &mut Vec3, w: &mut f32) {
+        let driver = self.phydrv.and_then(|i| env.world.physics_drivers.get(i as usize));
+        let Some(d) = driver.map(DriverMotion::of) else { return };
+        v.z += d.linear.z;
+        if d.slide {
+            let slide_time = driver.map_or(1.0, |p| p.slide_time);
+            self.slide(dt, slide_time, *w, env.phys, v);
+        } else {
+            v.x += d.linear.x;
+            v.y += d.linear.y;
+            if d.angular_vel != 0.0 {
+                *w += d.angular_vel;
+                let dp = from.pos.truncate() - d.angular_pos;
+                v.x -= d.angular_vel * dp.y;
+                v.y += d.angular_vel * dp.x;
+            }
+        }
+    }
+
+    /// Moves the tank by `v` and `w` over `dt`, resolving collisions (the collision loop of `doUpdateMotion`, see
+    /// the module docs): up to four rounds of move, find the latest free time by bisection, meet the surface
+    /// there. Sets the location (on the ground, on a building, inside one, in the air) and returns where the tank
+    /// ended, whether it stands on a building, and where it was raised to when it climbed a low flat top.
+    fn move_through_world(
+        &mut self,
+        dt: f32,
+        from: &StepStart,
+        env: &StepEnv,
+        v: Vec3,
+        w: f32,
+    ) -> (Motion, bool, Option<Vec3>) {
         let alive_motion = !matches!(self.location, Location::Dead | Location::Exploding);
         if alive_motion {
             self.location = Location::OnGround;
         }
-        let stuck = self.collide(world, old_pos, old_az, dims, phased).is_some_and(|(_, e)| e);
-        let mut new_pos = old_pos;
-        let mut new_az = old_az;
+        // A tank that starts inside something drives out of it: only the outer walls stop it then.
+        let stuck = self.collide(env.world, from.pos, from.az, env.dims, env.phased).is_some_and(|(_, e)| e);
+        let mut m = Motion { pos: from.pos, az: from.az, vel: v, ang_vel: w };
         let mut time_left = dt;
         let mut last_hit: Option<(ObstacleId, bool)> = None;
         let mut on_building = false;
         let mut bumped: Option<Vec3> = None;
         for _ in 0..4 {
-            let tmp_pos = new_pos;
-            let tmp_az = new_az;
-            new_az = tmp_az + time_left * w;
-            new_pos = tmp_pos + v * time_left;
-            if new_pos.z < ground_limit && v.z < 0.0 {
-                new_pos.z = ground_limit;
+            let (tmp_pos, tmp_az) = (m.pos, m.az);
+            m.az = tmp_az + time_left * m.ang_vel;
+            m.pos = tmp_pos + m.vel * time_left;
+            if env.below_floor(m.pos, m.vel) {
+                m.pos.z = env.ground_limit;
                 if self.location == Location::Exploding {
-                    new_pos.x = tmp_pos.x;
-                    new_pos.y = tmp_pos.y;
+                    m.pos.x = tmp_pos.x;
+                    m.pos.y = tmp_pos.y;
                 }
             }
             let hit = if stuck {
-                self.collide_walls(world, new_pos, new_az, dims)
+                self.collide_walls(env.world, m.pos, m.az, env.dims)
             } else {
-                self.collide(world, new_pos, new_az, dims, phased)
+                self.collide(env.world, m.pos, m.az, env.dims, env.phased)
             };
             last_hit = hit;
+            // Free, or inside a building it passes through (phased): the move stands.
             let Some((obstacle, expelled)) = hit else { break };
             if !expelled {
                 break;
             }
-            // Drive up onto low flat tops.
-            if old_location != Location::InAir {
-                if let Some(top) = flat_top(world, obstacle) {
-                    if top > tmp_pos.z + 1.0e-4 && top < tmp_pos.z + phys.max_bump_height {
-                        let raised = Vec3::new(old_pos.x, old_pos.y, top);
-                        if self.collide(world, raised, tmp_az, dims, phased).is_none() {
-                            new_pos = raised + Vec3::new(v.x, v.y, 0.0) * (dt * 0.5);
-                            if self.collide(world, new_pos, new_az, dims, phased).is_some() {
-                                new_pos = raised;
-                            }
-                            // As in the client, the raised position is where this step starts (no upward
-                            // velocity from the bump); unlike it, the tank is on the building at once.
-                            bumped = Some(raised);
-                            if alive_motion {
-                                self.location = Location::OnBuilding;
-                                on_building = true;
-                                self.last_flat_top = true;
-                            }
-                            last_hit = None;
-                            break;
-                        }
+            if from.location != Location::InAir {
+                if let Some((pos, raised)) = self.climb(dt, from, env, tmp_pos, tmp_az, &m, obstacle) {
+                    // As in the client, the raised position is where this step starts (no upward velocity from
+                    // the bump); unlike it, the tank is on the building at once.
+                    m.pos = pos;
+                    bumped = Some(raised);
+                    if alive_motion {
+                        self.location = Location::OnBuilding;
+                        on_building = true;
+                        self.last_flat_top = true;
                     }
-                }
-            }
-            // Bisect for the latest free time.
-            let (mut search_time, mut step) = (0.0f32, 0.5 * time_left);
-            let mut hit_pos = new_pos;
-            let mut hit_az = new_az;
-            let mut hit_obstacle = obstacle;
-            for _ in 0..7 {
-                if step <= 1.0e-4 {
+                    last_hit = None;
                     break;
                 }
-                let t = search_time + step;
-                let az = tmp_az + t * w;
-                let mut p = tmp_pos + v * t;
-                if p.z < ground_limit && v.z < 0.0 {
-                    p.z = ground_limit;
-                }
-                match self.collide(world, p, az, dims, phased) {
-                    Some((o, true)) => {
-                        hit_pos = p;
-                        hit_az = az;
-                        hit_obstacle = o;
-                    }
-                    _ => search_time = t,
-                }
-                step *= 0.5;
             }
-            new_az = tmp_az + search_time * w;
-            new_pos = tmp_pos + v * search_time;
-            if new_pos.z < ground_limit && v.z < 0.0 {
-                new_pos.z = ground_limit;
-            }
-            time_left -= search_time;
-            let n = self.normal(world, hit_obstacle, new_pos, new_az, hit_pos, hit_az, dims, phased, v);
-            if new_pos.z > 0.0 && n.z > 0.001 {
-                if alive_motion {
-                    self.location = Location::OnBuilding;
-                    on_building = true;
-                    self.last_flat_top = n.z > 0.999;
-                }
-                v.z = 0.0;
-            } else {
-                let mut mag = n.x * v.x + n.y * v.y;
-                if n.z.abs() > 1.0e-6 {
-                    if v.z < 0.0 && v.z - (mag + n.z * v.z) * n.z > 0.0 {
-                        v.z = 0.0;
-                    }
-                    let hor = n.x * n.x + n.y * n.y;
-                    if hor > 1.0e-6 {
-                        mag /= hor;
-                    }
-                }
-                if mag < 0.0 {
-                    v.x -= mag * n.x;
-                    v.y -= mag * n.y;
-                    // Back off a little from the surface, unless that pushes the tank into something else
-                    // (wedged between two obstacles).
-                    let pushed = Vec3::new(new_pos.x - 0.001 * mag * n.x, new_pos.y - 0.001 * mag * n.y, new_pos.z);
-                    if stuck || self.collide(world, pushed, new_az, dims, phased).is_none() {
-                        new_pos = pushed;
-                    }
-                }
-                if mag > -0.01 {
-                    w = 0.0;
-                }
+            let contact = self.latest_free_time(env, tmp_pos, tmp_az, time_left, &m, obstacle);
+            (m.pos, m.az) = env.along(tmp_pos, tmp_az, &m, contact.time);
+            time_left -= contact.time;
+            let n = self.normal(
+                env.world,
+                contact.obstacle,
+                m.pos,
+                m.az,
+                contact.pos,
+                contact.az,
+                env.dims,
+                env.phased,
+                m.vel,
+            );
+            if self.meet_surface(env, n, stuck, alive_motion, &mut m) {
+                on_building = true;
             }
         }
+        // Not standing on anything met on the way: inside a building it passes through, in the air, or on the
+        // ground.
         if self.location == Location::OnGround {
             if last_hit.is_some_and(|(_, e)| !e) {
                 self.location = Location::InBuilding;
-            } else if new_pos.z > 0.0 {
+            } else if m.pos.z > 0.0 {
                 self.location = Location::InAir;
             }
         }
         if self.location == Location::OnGround {
             self.last_flat_top = true;
         }
+        (m, on_building, bumped)
+    }
 
-        // Stay inside the world whatever happens (the server kicks beyond worldSize/2 + 10).
-        let edge = (phys.half_world() - dims.y).max(0.0);
-        new_pos.x = new_pos.x.clamp(-edge, edge);
-        new_pos.y = new_pos.y.clamp(-edge, edge);
+    /// Driving up a small bump (`LocalPlayer`'s `_maxBumpHeight` rule): when `obstacle` is flat-topped and its
+    /// top is less than `_maxBumpHeight` above the tank, and the tank fits there, the position raised onto the
+    /// top (`.1`) and where the rest of the move takes it from there (`.0`; the raised position itself when that
+    /// is blocked).
+    #[allow(clippy::too_many_arguments)]
+    fn climb(
+        &self,
+        dt: f32,
+        from: &StepStart,
+        env: &StepEnv,
+        tmp_pos: Vec3,
+        tmp_az: f32,
+        m: &Motion,
+        obstacle: ObstacleId,
+    ) -> Option<(Vec3, Vec3)> {
+        let top = flat_top(env.world, obstacle)?;
+        if !(top > tmp_pos.z + 1.0e-4 && top < tmp_pos.z + env.phys.max_bump_height) {
+            return None;
+        }
+        let raised = Vec3::new(from.pos.x, from.pos.y, top);
+        if self.collide(env.world, raised, tmp_az, env.dims, env.phased).is_some() {
+            return None;
+        }
+        let mut pos = raised + Vec3::new(m.vel.x, m.vel.y, 0.0) * (dt * 0.5);
+        if self.collide(env.world, pos, m.az, env.dims, env.phased).is_some() {
+            pos = raised;
+        }
+        Some((pos, raised))
+    }
 
-        self.crossing_plane = crossing_plane(world, new_pos, new_az, dims);
-        self.status.set(PlayerStatus::CROSSING_WALL, self.crossing_plane.is_some());
-
-        // Actual velocities from the displacement.
-        if dt > 0.0 {
-            let inv = 1.0 / dt;
-            w = (new_az - old_az) * inv;
-            v = (new_pos - bumped.unwrap_or(old_pos)) * inv;
-            if nominal2 > 0.0 {
-                let s2 = v.truncate().length_squared() / nominal2;
-                if s2 > 1.0 {
-                    let s = s2.sqrt();
-                    v.x /= s;
-                    v.y /= s;
+    /// `LocalPlayer`'s search for the latest time the tank is still free, moving from `tmp_pos`/`tmp_az` with
+    /// `m`'s velocities into `obstacle` within `time_left`: 7 halvings of the interval. Also the first position
+    /// found blocked, and by what (for the surface normal); `m`'s position when none was.
+    fn latest_free_time(
+        &self,
+        env: &StepEnv,
+        tmp_pos: Vec3,
+        tmp_az: f32,
+        time_left: f32,
+        m: &Motion,
+        obstacle: ObstacleId,
+    ) -> Contact {
+        let (mut search_time, mut step) = (0.0f32, 0.5 * time_left);
+        let mut contact = Contact { time: 0.0, pos: m.pos, az: m.az, obstacle };
+        for _ in 0..7 {
+            if step <= 1.0e-4 {
+                break;
+            }
+            let t = search_time + step;
+            let (p, az) = env.along(tmp_pos, tmp_az, m, t);
+            match self.collide(env.world, p, az, env.dims, env.phased) {
+                Some((o, true)) => {
+                    contact.pos = p;
+                    contact.az = az;
+                    contact.obstacle = o;
                 }
+                _ => search_time = t,
+            }
+            step *= 0.5;
+        }
+        contact.time = search_time;
+        contact
+    }
+
+    /// What meeting a surface with normal `n` does (`doUpdateMotion` after the search): a surface facing up above
+    /// the ground is a roof the tank lands on (returns true when it now stands on a building); otherwise the
+    /// velocity loses its component into the surface (sliding along it; a head bump stops rising), the tank backs
+    /// off a little, and a nearly head-on hit stops its turning.
+    fn meet_surface(&mut self, env: &StepEnv, n: Vec3, stuck: bool, alive_motion: bool, m: &mut Motion) -> bool {
+        let v = &mut m.vel;
+        if m.pos.z > 0.0 && n.z > 0.001 {
+            if alive_motion {
+                self.location = Location::OnBuilding;
+                self.last_flat_top = n.z > 0.999;
+            }
+            v.z = 0.0;
+            return alive_motion;
+        }
+        let mut mag = n.x * v.x + n.y * v.y;
+        if n.z.abs() > 1.0e-6 {
+            if v.z < 0.0 && v.z - (mag + n.z * v.z) * n.z > 0.0 {
+                v.z = 0.0;
+            }
+            let hor = n.x * n.x + n.y * n.y;
+            if hor > 1.0e-6 {
+                mag /= hor;
             }
         }
-
-        // Teleporters.
-        if self.is_alive() {
-            if let Some(face) = crossed_teleporter(world, old_pos, new_pos) {
-                if self.flag == flag::PHANTOM_ZONE {
-                    self.status.toggle(PlayerStatus::FLAG_ACTIVE);
-                } else {
-                    let targets = world.links.targets(face);
-                    let pick = if targets.is_empty() {
-                        None
-                    } else {
-                        let r = self.rand() as usize % targets.len();
-                        targets.get(r).copied()
-                    };
-                    if let Some((to, (p, nv, a))) =
-                        pick.and_then(|to| world.teleport(face, to, new_pos, v).map(|t| (to, t)))
-                    {
-                        if self.collide(world, p, new_az + a, dims, phased).is_some() {
-                            new_pos = old_pos;
-                            v = Vec3::new(0.0, 0.0, old_vel.z);
-                            new_az = old_az;
-                        } else {
-                            new_pos = p;
-                            v = nv;
-                            new_az += a;
-                            self.status.insert(PlayerStatus::TELEPORTING);
-                            self.teleport_start = self.clock;
-                            report.teleported = Some((face as u16, to as u16));
-                        }
-                    }
-                }
+        if mag < 0.0 {
+            v.x -= mag * n.x;
+            v.y -= mag * n.y;
+            // Back off a little from the surface, unless that pushes the tank into something else (wedged
+            // between two obstacles).
+            let pushed = Vec3::new(m.pos.x - 0.001 * mag * n.x, m.pos.y - 0.001 * mag * n.y, m.pos.z);
+            if stuck || self.collide(env.world, pushed, m.az, env.dims, env.phased).is_none() {
+                m.pos = pushed;
             }
         }
+        if mag > -0.01 {
+            m.ang_vel = 0.0;
+        }
+        false
+    }
 
-        // The physics driver of the surface we stand on, and death drivers.
+    /// `World::crossesTeleporter` and `LocalPlayer`'s teleport: a tank whose centre crossed a teleporter face
+    /// comes out of one of the face's linked destinations (picked at random among several), with position,
+    /// velocity and azimuth carried through; it stays where it was when the destination is blocked. Under
+    /// Phantom Zone the crossing toggles the flag's effect instead.
+    fn pass_teleporter(&mut self, from: &StepStart, env: &StepEnv, m: &mut Motion, report: &mut StepReport) {
+        let world = env.world;
+        let Some(face) = crossed_teleporter(world, from.pos, m.pos) else { return };
+        if self.flag == flag::PHANTOM_ZONE {
+            self.status.toggle(PlayerStatus::FLAG_ACTIVE);
+            return;
+        }
+        let targets = world.links.targets(face);
+        let pick = if targets.is_empty() {
+            None
+        } else {
+            let r = self.rand() as usize % targets.len();
+            targets.get(r).copied()
+        };
+        let Some((to, (p, nv, a))) = pick.and_then(|to| world.teleport(face, to, m.pos, m.vel).map(|t| (to, t))) else {
+            return;
+        };
+        if self.collide(world, p, m.az + a, env.dims, env.phased).is_some() {
+            m.pos = from.pos;
+            m.vel = Vec3::new(0.0, 0.0, from.vel.z);
+            m.az = from.az;
+        } else {
+            m.pos = p;
+            m.vel = nv;
+            m.az += a;
+            self.status.insert(PlayerStatus::TELEPORTING);
+            self.teleport_start = self.clock;
+            report.teleported = Some((face as u16, to as u16));
+        }
+    }
+
+    /// The physics driver of the surface the tank stands on (as `doUpdateMotion` looks it up under a tank on a
+    /// building), and a death when that driver kills (a `death` message in its `physics` block).
+    fn stand_on_driver(&mut self, world: &WorldModel, on_building: bool, pos: Vec3, report: &mut StepReport) {
         self.phydrv = None;
         if on_building {
-            let g = world.ground(new_pos + Vec3::new(0.0, 0.0, 0.01));
+            let g = world.ground(pos + Vec3::new(0.0, 0.0, 0.01));
             if let Some(d) = g.phydrv.filter(|&d| (d as usize) < world.physics_drivers.len()) {
                 self.phydrv = Some(d);
                 if world.physics_drivers.get(d as usize).is_some_and(|p| !p.death_message.is_empty()) && self.is_alive()
@@ -722,21 +816,25 @@ impl Tank {
             }
         }
         self.status.set(PlayerStatus::ON_DRIVER, self.phydrv.is_some());
+    }
 
+    /// The end of a sub-step (`doUpdateMotion`'s last lines): a landing, the Falling bit, the new position,
+    /// velocity, azimuth and turn rate (kept finite), and a death below the water level.
+    fn finish_step(&mut self, old_location: Location, m: Motion, world: &WorldModel, report: &mut StepReport) {
         let landed =
             old_location == Location::InAir && matches!(self.location, Location::OnGround | Location::OnBuilding);
         report.landed |= landed;
         match self.location {
             Location::OnGround | Location::OnBuilding => self.status.remove(PlayerStatus::FALLING),
-            Location::InBuilding if new_pos.z == 0.0 => self.status.remove(PlayerStatus::FALLING),
+            Location::InBuilding if m.pos.z == 0.0 => self.status.remove(PlayerStatus::FALLING),
             Location::InAir | Location::InBuilding => self.status.insert(PlayerStatus::FALLING),
             _ => {}
         }
 
-        self.pos = sane3(new_pos.to_array());
-        self.vel = sane3(v.to_array());
-        self.azimuth = wrap_angle(new_az);
-        self.ang_vel = sane(w);
+        self.pos = sane3(m.pos.to_array());
+        self.vel = sane3(m.vel.to_array());
+        self.azimuth = wrap_angle(m.az);
+        self.ang_vel = sane(m.ang_vel);
 
         if self.is_alive() {
             if let Some(level) = world.water_level.filter(|l| *l > 0.0) {
@@ -978,4 +1076,78 @@ fn rects_overlap(p1: Vec2, a1: f32, h1: (f32, f32), p2: Vec2, a2: f32, h2: (f32,
     let d = p2 - p1;
     let radius = |axes: &[Vec2; 2], h: (f32, f32), n: Vec2| axes[0].dot(n).abs() * h.0 + axes[1].dot(n).abs() * h.1;
     ax1.iter().chain(ax2.iter()).all(|&n| d.dot(n).abs() <= radius(&ax1, h1, n) + radius(&ax2, h2, n))
+}
+
+/// Where a sub-step started (`LocalPlayer::doUpdateMotion`'s `old*` values).
+struct StepStart {
+    location: Location,
+    pos: Vec3,
+    az: f32,
+    vel: Vec3,
+}
+
+/// What stays fixed during a sub-step: the rules, the world, and the tank's size and way of colliding.
+struct StepEnv<'a> {
+    phys: &'a Physics,
+    world: &'a WorldModel,
+    /// Half-length, half-width and height ([`Tank::dimensions`]).
+    dims: Vec3,
+    /// Passes through buildings (exploding, Oscillation Overthruster, Phantom Zone): only walls and teleporter
+    /// frames stop it.
+    phased: bool,
+    /// The lowest the tank goes: 0, or `_burrowDepth` under Burrow.
+    ground_limit: f32,
+}
+
+impl StepEnv<'_> {
+    /// Moving down below the floor (`ground_limit`).
+    fn below_floor(&self, pos: Vec3, vel: Vec3) -> bool {
+        pos.z < self.ground_limit && vel.z < 0.0
+    }
+
+    /// Position and azimuth `t` seconds on from `pos`/`az` with `m`'s velocities, not sinking below the floor.
+    fn along(&self, pos: Vec3, az: f32, m: &Motion, t: f32) -> (Vec3, f32) {
+        let az = az + t * m.ang_vel;
+        let mut p = pos + m.vel * t;
+        if self.below_floor(p, m.vel) {
+            p.z = self.ground_limit;
+        }
+        (p, az)
+    }
+}
+
+/// The tank's state while a sub-step moves it.
+#[derive(Debug, Clone, Copy)]
+struct Motion {
+    pos: Vec3,
+    az: f32,
+    vel: Vec3,
+    ang_vel: f32,
+}
+
+/// Where a move runs into an obstacle ([`Tank::latest_free_time`]).
+struct Contact {
+    /// The latest time found free.
+    time: f32,
+    /// The first position found blocked (and its azimuth), by `obstacle`.
+    pos: Vec3,
+    az: f32,
+    obstacle: ObstacleId,
+}
+
+/// The velocities the tank actually had over a sub-step (`doUpdateMotion` computes them from the displacement,
+/// before teleporting): the displacement from `start` over `dt`, its horizontal part never faster than the
+/// velocity the tank set out with (`nominal2` is that speed squared).
+fn measure_velocities(dt: f32, start: Vec3, start_az: f32, nominal2: f32, m: &mut Motion) {
+    let inv = 1.0 / dt;
+    m.ang_vel = (m.az - start_az) * inv;
+    m.vel = (m.pos - start) * inv;
+    if nominal2 > 0.0 {
+        let s2 = m.vel.truncate().length_squared() / nominal2;
+        if s2 > 1.0 {
+            let s = s2.sqrt();
+            m.vel.x /= s;
+            m.vel.y /= s;
+        }
+    }
 }

@@ -901,6 +901,10 @@ impl<'a> Expander<'a> {
         Ok(())
     }
 
+    /// Adds the obstacles of group `g` (`GroupDefinition::makeGroups` for one group), transformed by `xf` and
+    /// modified by `mods`, their names prefixed by `path`; `copy` when `g` is instantiated (a copy, as the client
+    /// copies a group definition's obstacles) rather than the world group itself. Kind by kind, in the client's
+    /// order, which numbers the obstacles.
     fn obstacles_of(
         &mut self,
         g: &'a GroupDefinition,
@@ -909,8 +913,17 @@ impl<'a> Expander<'a> {
         mods: Mods,
         path: &Arc<str>,
     ) -> Result<(), ModelError> {
-        use super::types::obstacle_state as os;
-        // Walls (world group only; the client cannot copy a wall).
+        self.add_walls(g, copy, path)?;
+        self.add_old_style(g, copy, xf, mods, path)?;
+        self.add_teleporters(g, xf, mods, path)?;
+        self.add_meshes(g, copy, xf, mods, path)?;
+        self.add_shapes(g, copy, xf, mods, path)
+    }
+
+    /// The group's walls (`WallObstacle`): the world's outer walls, each a vertical plane facing along its
+    /// angle. Only the world group has them; the client cannot copy a wall, so one in a group definition is
+    /// skipped with a warning.
+    fn add_walls(&mut self, g: &'a GroupDefinition, copy: bool, path: &Arc<str>) -> Result<(), ModelError> {
         for w in &g.walls {
             if copy {
                 self.warn("a wall inside a group definition was skipped".into());
@@ -946,8 +959,22 @@ impl<'a> Expander<'a> {
                 ricochet: w.is_ricochet(),
             });
         }
+        Ok(())
+    }
 
-        // Boxes, pyramids and bases.
+    /// The group's boxes, pyramids and bases (`BoxBuilding`, `PyramidBuilding`, `BaseBuilding`): the old-style
+    /// obstacles, which a group transform moves and turns but never tilts (`MeshTransform`'s
+    /// `modifyOldStyle`). Each becomes a convex solid; a pyramid may be upside down (`FLIP_Z`, or a mirroring
+    /// transform); a base keeps its team (or the instance's) and, copied, only its ricochet bit.
+    fn add_old_style(
+        &mut self,
+        g: &'a GroupDefinition,
+        copy: bool,
+        xf: Xform,
+        mods: Mods,
+        path: &Arc<str>,
+    ) -> Result<(), ModelError> {
+        use super::types::obstacle_state as os;
         let olds = g
             .boxes
             .iter()
@@ -1002,8 +1029,20 @@ impl<'a> Expander<'a> {
                 });
             }
         }
+        Ok(())
+    }
 
-        // Teleporters: named by their position among the group's valid teleporters.
+    /// The group's teleporters (`Teleporter`): an unnamed one is named by its position among the group's valid
+    /// teleporters (`/t0`, `/t1`, ...), after `path`. Their frames and faces are made once every group is expanded
+    /// and the teleporters are sorted.
+    fn add_teleporters(
+        &mut self,
+        g: &'a GroupDefinition,
+        xf: Xform,
+        mods: Mods,
+        path: &Arc<str>,
+    ) -> Result<(), ModelError> {
+        use super::types::obstacle_state as os;
         let valid = g.teleporters.iter().filter(|t| tele_valid(t.pos, t.angle, t.size, t.border, t.horizontal));
         for (i, t) in valid.enumerate() {
             let name = format!("{path}{}", if t.name.is_empty() { format!("/t{i}") } else { t.name.clone() });
@@ -1041,8 +1080,20 @@ impl<'a> Expander<'a> {
                 top: o.pos.z + frame.z,
             });
         }
+        Ok(())
+    }
 
-        // Meshes.
+    /// The group's meshes (`MeshObstacle`): vertices transformed, each face with its own passability and
+    /// physics driver (or the instance's). A copied mesh that is only drawn (draw info, no solid faces) is
+    /// copied empty, as the client does.
+    fn add_meshes(
+        &mut self,
+        g: &'a GroupDefinition,
+        copy: bool,
+        xf: Xform,
+        mods: Mods,
+        path: &Arc<str>,
+    ) -> Result<(), ModelError> {
         for mesh in &g.meshes {
             let verts_ok = |v: &[Vec3]| v.iter().all(|p| p.is_finite() && p.abs().max_element() <= MAX_EXTENT);
             if !verts_ok(&mesh.vertices) {
@@ -1086,8 +1137,20 @@ impl<'a> Expander<'a> {
             };
             self.add_mesh(ObstacleKind::Mesh, path, mesh_pass.or(mods.pass), &verts, faces, inverted, checks)?;
         }
+        Ok(())
+    }
 
-        // Arcs, cones, spheres and tetras become meshes.
+    /// The group's arcs, cones, spheres and tetras (`ArcObstacle`, `ConeObstacle`, `SphereObstacle`,
+    /// `TetraBuilding`), which the client turns into meshes: tessellated here, then added as meshes. One whose
+    /// parameters make no shape is kept as an empty obstacle (no geometry).
+    fn add_shapes(
+        &mut self,
+        g: &'a GroupDefinition,
+        copy: bool,
+        xf: Xform,
+        mods: Mods,
+        path: &Arc<str>,
+    ) -> Result<(), ModelError> {
         let shapes = g
             .arcs
             .iter()

@@ -399,7 +399,22 @@ pub fn to_svg(m: &WorldModel) -> String {
             ),
         );
     }
-    // Obstacles, lowest tops first so that taller ones are drawn over them.
+    obstacles_svg(&mut s, m, line);
+    for w in &m.weapons {
+        let (sn, cs) = w.direction.sin_cos();
+        let f = Vec3::new(cs, sn, 0.0);
+        let l = Vec3::new(-sn, cs, 0.0);
+        let k = 6.0 * line;
+        polygon(&mut s, &[w.pos + f * k, w.pos - f * k + l * k * 0.6, w.pos - f * k - l * k * 0.6], "fill=\"#e00\"");
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The obstacles of [`to_svg`], lowest tops first so that taller ones are drawn over them: solids as their
+/// footprint, meshes as their upward faces (or their outline when none faces up), teleporters by
+/// [`teleporter_svg`]; shaded by height, bases in team colours, drive-through ones translucent.
+fn obstacles_svg(s: &mut String, m: &WorldModel, line: f32) {
     let max_top = m.obstacles.iter().filter(|o| !o.bounds.is_empty()).map(|o| o.bounds.max.z).fold(0.0f32, f32::max);
     let mut order: Vec<usize> = (0..m.obstacles.len()).collect();
     order.sort_by(|&a, &b| m.obstacles[a].bounds.max.z.total_cmp(&m.obstacles[b].bounds.max.z));
@@ -415,56 +430,53 @@ pub fn to_svg(m: &WorldModel) -> String {
         }
         match &o.geometry {
             Geometry::Wall(_) => {}
-            Geometry::Solid(_) => polygon(&mut s, &rect_corners(o.pos, o.angle, o.size.x, o.size.y), &style),
+            Geometry::Solid(_) => polygon(s, &rect_corners(o.pos, o.angle, o.size.x, o.size.y), &style),
             Geometry::Faces(_) => {
                 let faces = m.obstacle_faces(super::model::ObstacleId(i as u32));
                 let mut drew = false;
                 let face_style = format!("fill=\"{fill}\" stroke=\"{fill}\" stroke-width=\"{:.2}\"", line * 0.3);
                 for f in faces.iter().filter(|f| f.plane.normal.z > 0.05) {
-                    polygon(&mut s, m.face_vertices(f), &face_style);
+                    polygon(s, m.face_vertices(f), &face_style);
                     drew = true;
                 }
                 if !drew {
                     let pts: Vec<Vec3> = faces.iter().flat_map(|f| m.face_vertices(f).iter().copied()).collect();
                     let h = hull(&pts);
                     if h.len() >= 3 {
-                        polygon(&mut s, &h, &style);
+                        polygon(s, &h, &style);
                     }
                 }
             }
             Geometry::Teleporter(t) => {
-                let Some(tp) = m.teleporters.get(*t as usize) else { continue };
-                let field = rect_corners(tp.pos, tp.angle, tp.size.x.max(line), tp.size.y - tp.border);
-                polygon(&mut s, &field, "fill=\"#00c8c8\" fill-opacity=\"0.7\" stroke=\"none\"");
-                for &k in &tp.frame[..2] {
-                    if let Some(sol) = m.solids.get(k as usize) {
-                        let h = hull(sol.shape.vertices());
-                        polygon(&mut s, &h, "fill=\"#222\"");
-                    }
+                if let Some(tp) = m.teleporters.get(*t as usize) {
+                    teleporter_svg(s, m, tp, line);
                 }
-                let (sn, cs) = tp.angle.sin_cos();
-                let front = tp.pos + Vec3::new(cs, sn, 0.0) * (tp.size.x + 3.0 * line);
-                let _ = writeln!(
-                    s,
-                    "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"{:.2}\" fill=\"#006060\">{}</text>",
-                    front.x,
-                    -front.y,
-                    8.0 * line,
-                    xml_escape(&tp.name)
-                );
             }
             Geometry::None => {}
         }
     }
-    for w in &m.weapons {
-        let (sn, cs) = w.direction.sin_cos();
-        let f = Vec3::new(cs, sn, 0.0);
-        let l = Vec3::new(-sn, cs, 0.0);
-        let k = 6.0 * line;
-        polygon(&mut s, &[w.pos + f * k, w.pos - f * k + l * k * 0.6, w.pos - f * k - l * k * 0.6], "fill=\"#e00\"");
+}
+
+/// A teleporter of [`to_svg`]: its field, its two posts, and its name in front of it.
+fn teleporter_svg(s: &mut String, m: &WorldModel, tp: &super::model::TeleporterModel, line: f32) {
+    let field = rect_corners(tp.pos, tp.angle, tp.size.x.max(line), tp.size.y - tp.border);
+    polygon(s, &field, "fill=\"#00c8c8\" fill-opacity=\"0.7\" stroke=\"none\"");
+    for &k in &tp.frame[..2] {
+        if let Some(sol) = m.solids.get(k as usize) {
+            let h = hull(sol.shape.vertices());
+            polygon(s, &h, "fill=\"#222\"");
+        }
     }
-    s.push_str("</svg>\n");
-    s
+    let (sn, cs) = tp.angle.sin_cos();
+    let front = tp.pos + Vec3::new(cs, sn, 0.0) * (tp.size.x + 3.0 * line);
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"{:.2}\" fill=\"#006060\">{}</text>",
+        front.x,
+        -front.y,
+        8.0 * line,
+        xml_escape(&tp.name)
+    );
 }
 
 fn xml_escape(s: &str) -> String {
