@@ -38,7 +38,7 @@ use super::danger::PlayerSet;
 use super::pilot::{BotStats, Pilot, Shared};
 use super::view::{Me, NavSlot, TankView, View};
 use super::{Bot, BotEvent, Control};
-use crate::bzflag::consts::{PlayerStatus, PlayerType, Team};
+use crate::bzflag::consts::{PlayerStatus, PlayerType, RejectRemedy, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::msg::ClientMsg;
 use crate::bzflag::play::physics::flag;
@@ -196,6 +196,8 @@ pub struct BotStatus {
     pub team: Team,
     /// State.
     pub state: BotState,
+    /// How the session that stopped the bot ended, when a session end stopped it ([`BotState::Stopped`]).
+    pub stopped_by: Option<SessionEnd>,
     /// Counts.
     pub stats: BotStats,
 }
@@ -251,6 +253,8 @@ struct BotSlot {
     wait_until: Instant,
     attempts: u32,
     joined_at: Option<Instant>,
+    /// See [`BotStatus::stopped_by`].
+    stopped_by: Option<SessionEnd>,
     join_order: u64,
     pending: VecDeque<Event>,
     chat: Vec<(u8, String)>,
@@ -385,6 +389,7 @@ impl BotHost {
             wait_until: at,
             attempts: 0,
             joined_at: None,
+            stopped_by: None,
             join_order: 0,
             pending: VecDeque::new(),
             chat: Vec::new(),
@@ -425,6 +430,7 @@ impl BotHost {
             id: b.pilot.me,
             team: b.pilot.team,
             state: b.state.clone(),
+            stopped_by: b.stopped_by.clone(),
             stats: b.pilot.stats,
         })
     }
@@ -721,6 +727,7 @@ impl BotHost {
             self.reactor.leave(sid);
         }
         b.state = BotState::Stopped(reason.clone());
+        b.stopped_by = None;
         self.push_bot(k, now, BotEvent::Stopped { reason });
     }
 
@@ -778,19 +785,26 @@ impl BotHost {
                 if self.leaving || s.eye == Eye::Off {
                     return;
                 }
-                match end {
+                // What a reject calls for is `RejectCode::remedy`'s decision, the same as for the bots; but the
+                // eye does not wait for room on a full server (the bots do without it).
+                let remedy = match &end {
+                    Some(SessionEnd::Rejected { code, .. }) if code.is_full() => None,
+                    Some(SessionEnd::Rejected { code, .. }) => Some(code.remedy()),
+                    _ => Some(RejectRemedy::Wait),
+                };
+                match (end, remedy) {
                     // No room for an observer: the bots will read their own state.
-                    Some(SessionEnd::Rejected { code: 4 | 5, .. }) | Some(SessionEnd::ServerFull) => {
+                    (Some(SessionEnd::ServerFull), _) | (Some(SessionEnd::Rejected { .. }), None) => {
                         warn!(server = %s.addr, "no observer slot; bots will only know what changes after they join");
                         s.eye = Eye::Unavailable;
                     }
-                    Some(SessionEnd::Rejected { code: 7 | 8, .. }) => {
+                    (Some(SessionEnd::Rejected { .. }), Some(RejectRemedy::Rename)) => {
                         s.eye_attempts += 1;
                         s.eye_callsign = format!("{}{}", self.config.eye_callsign, s.eye_attempts + 1);
                         s.eye = Eye::Waiting { at: at + Duration::from_millis(500) };
                     }
-                    Some(SessionEnd::Rejected { code, reason }) => {
-                        warn!(server = %s.addr, code, %reason, "the observer link was rejected");
+                    (Some(SessionEnd::Rejected { code, reason }), Some(RejectRemedy::GiveUp)) => {
+                        warn!(server = %s.addr, code = code.to_u16(), %reason, "the observer link was rejected");
                         s.eye = Eye::Unavailable;
                     }
                     _ => {
@@ -975,6 +989,9 @@ impl BotHost {
             b.attempts = 0;
         }
         b.joined_at = None;
+        if !matches!(b.state, BotState::Stopped(_)) {
+            b.stopped_by = end.clone();
+        }
         let (state, event) = match (&b.state, end) {
             (BotState::Stopped(r), _) => (BotState::Stopped(r.clone()), None),
             (BotState::Yielded, _) => (BotState::Yielded, None),
@@ -984,18 +1001,26 @@ impl BotHost {
                     if reason.is_empty() { "kicked by the server".to_string() } else { format!("kicked: {reason}") };
                 (BotState::Stopped(why.clone()), Some(BotEvent::Stopped { reason: why }))
             }
-            (_, Some(SessionEnd::Rejected { code: 6 | 7, reason })) if b.renames < 20 => {
+            (_, Some(SessionEnd::Rejected { code, reason }))
+                if code.remedy() == RejectRemedy::Rename && b.renames < 20 =>
+            {
                 b.renames += 1;
                 b.callsign = format!("{}{}", b.config.callsign, b.renames + 1);
                 b.wait_until = at + Duration::from_millis(300);
                 let why = format!("callsign taken ({reason}); trying {}", b.callsign);
                 (BotState::Waiting, Some(BotEvent::Disconnected { reason: why, retry_in: Some(0.3) }))
             }
-            (_, Some(e @ (SessionEnd::Rejected { code: 4 | 5 | 8, .. } | SessionEnd::ServerFull)))
-            | (
+            (_, Some(e @ SessionEnd::Rejected { code, .. })) if code.remedy() == RejectRemedy::Wait && reconnect => {
+                let wait = backoff(b.attempts, max_backoff);
+                b.wait_until = at + wait;
+                let event = BotEvent::Disconnected { reason: e.to_string(), retry_in: Some(wait.as_secs_f32()) };
+                (BotState::Waiting, Some(event))
+            }
+            (
                 _,
                 Some(
-                    e @ (SessionEnd::ConnectFailed(_)
+                    e @ (SessionEnd::ServerFull
+                    | SessionEnd::ConnectFailed(_)
                     | SessionEnd::Shutdown
                     | SessionEnd::ServerClosed { .. }
                     | SessionEnd::Timeout { .. }
@@ -1010,6 +1035,9 @@ impl BotHost {
             (_, Some(e)) => (BotState::Stopped(e.to_string()), Some(BotEvent::Stopped { reason: e.to_string() })),
             (_, None) => (BotState::Stopped("the connection ended".into()), None),
         };
+        if !matches!(state, BotState::Stopped(_)) {
+            b.stopped_by = None;
+        }
         b.state = state;
         if let Some(e) = event {
             self.push_bot(k, at, e);

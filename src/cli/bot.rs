@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use bzhead::bot::{brains, BotConfig, BotEvent, BotHost, BotId, BotState, HostConfig, HostEvent};
 use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
+use bzhead::bzflag::session::SessionEnd;
 use bzhead::observer::{format_t, json_line, text_line, Filter};
 
 /// Exit codes shared with the other commands.
@@ -248,7 +249,10 @@ pub fn run(a: BotArgs) -> u8 {
                     _ => None,
                 })
                 .collect();
-            code = if reasons.iter().any(|r| r.starts_with("kicked")) { KICKED } else { REJECTED };
+            let kicked = ids
+                .iter()
+                .any(|b| matches!(host.status(*b).and_then(|s| s.stopped_by), Some(SessionEnd::Kicked { .. })));
+            code = if kicked { KICKED } else { REJECTED };
             let why = reasons.first().cloned().unwrap_or_default();
             eprintln!("bzhead: every bot stopped: {}", bzhead::text::for_terminal(&why));
             host.leave_all();

@@ -2,7 +2,7 @@
 
 use super::types::*;
 use super::Message;
-use crate::bzflag::consts::{code as c, PlayerType, Team, MESSAGE_LEN, REJECT_REASON_LEN};
+use crate::bzflag::consts::{code as c, PlayerType, RejectCode, Team, MESSAGE_LEN, REJECT_REASON_LEN};
 use crate::wire::{DecodeError, DecodeErrorKind, Reader, Writer};
 
 /// An entry of `MsgAdminInfo`.
@@ -41,7 +41,7 @@ pub enum ServerMsg {
     /// `MsgReject`: the join was refused.
     Reject {
         /// Reject code (§6).
-        code: u16,
+        code: RejectCode,
         /// The server's reason text.
         reason: String,
     },
@@ -421,7 +421,7 @@ impl Message for ServerMsg {
                 w.u8(*id);
             }
             Reject { code, reason } => {
-                w.u16(*code).fixed_str(reason, REJECT_REASON_LEN);
+                w.u16(code.to_u16()).fixed_str(reason, REJECT_REASON_LEN);
             }
             SuperKill | UdpLinkRequest | UdpLinkEstablished => {}
             SetVar { vars } => {
@@ -585,7 +585,7 @@ fn parse_inner(code: u16, r: &mut Reader<'_>) -> Result<ServerMsg, DecodeError> 
     Ok(match code {
         c::ACCEPT => M::Accept { id: r.u8()? },
         c::REJECT => {
-            let code = r.u16()?;
+            let code = RejectCode::from_u16(r.u16()?);
             // The server pads to 128 bytes; accept a shorter reason text too.
             let reason = crate::wire::reader_cstr(r.take_rest());
             M::Reject { code, reason }

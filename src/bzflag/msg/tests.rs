@@ -1,5 +1,5 @@
 use super::*;
-use crate::bzflag::consts::{code, FlagStatus, PlayerStatus, PlayerType, Team};
+use crate::bzflag::consts::{code, FlagStatus, PlayerStatus, PlayerType, RejectCode, Team};
 use crate::wire::DecodeErrorKind;
 
 fn flag() -> FlagInfo {
@@ -63,7 +63,7 @@ pub(crate) fn all_server_msgs() -> Vec<ServerMsg> {
         | PlayerStatus::PLAY_SOUND;
     vec![
         M::Accept { id: 7 },
-        M::Reject { code: 7, reason: "The callsign specified is already in use.".into() },
+        M::Reject { code: RejectCode::RepeatCallsign, reason: "The callsign specified is already in use.".into() },
         M::SuperKill,
         M::SetVar {
             vars: vec![("_tankSpeed".into(), "25.0".into()), ("_reloadTime".into(), "_shotRange / _shotSpeed".into())],

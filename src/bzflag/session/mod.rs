@@ -24,12 +24,16 @@ use md5::{Digest, Md5};
 use tracing::{debug, trace};
 
 use super::consts::{
-    code, player, PlayerStatus, PlayerType, Team, CLIENT_HEADER, KNOWN_FLAGS, MAX_UDP_PACKET_LEN, SERVER_VERSION,
+    code, player, PlayerStatus, PlayerType, RejectCode, Team, CLIENT_HEADER, KNOWN_FLAGS, MAX_UDP_PACKET_LEN,
+    SERVER_VERSION,
 };
 use super::event::{Event, FlagEvent, QueryPlayer};
 use super::game::Game;
 use super::msg::{datagram_frames, describe_code, Abbv, ClientMsg, FrameBuffer, Message, ServerMsg};
 use super::netstats::NetStats;
+
+mod end;
+pub use end::{ConnectError, HelloError, ProtocolError, SessionEnd, WorldError};
 
 /// How often expired shots are dropped from [`Game::shots`].
 const PRUNE_EVERY: Duration = Duration::from_millis(250);
@@ -138,82 +142,6 @@ pub enum WorldRequest {
         /// The blob.
         blob: Vec<u8>,
     },
-}
-
-/// Why a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionEnd {
-    /// We left (`MsgExit`).
-    Left,
-    /// The TCP connection could not be made.
-    ConnectFailed(String),
-    /// The server refused the join.
-    Rejected {
-        /// Reject code.
-        code: u16,
-        /// The server's reason.
-        reason: String,
-    },
-    /// The server dropped us (`MsgSuperKill`) after telling us why: the server messages sent to us right before
-    /// it (bzfs 2.4.26 sends "You were kicked off the server", then "Reason given: WHY", then the kill).
-    Kicked {
-        /// The server's messages that came with the kick, joined with "; ".
-        reason: String,
-    },
-    /// The server dropped everybody without a word (`MsgSuperKill` with no server message right before it): bzfs
-    /// does that to every player when it is stopped (SIGTERM, SIGINT, `/shutdownserver`) or restarted. Unlike a
-    /// kick, coming back later is the right thing to do.
-    Shutdown,
-    /// The server has no free slot (hello id 0xFF).
-    ServerFull,
-    /// The server closed the connection.
-    ServerClosed {
-        /// What we were doing.
-        during: &'static str,
-    },
-    /// A step did not finish in time.
-    Timeout {
-        /// Which step.
-        during: &'static str,
-    },
-    /// The peer does not speak the protocol (wrong hello, broken frame, bad world).
-    Protocol(String),
-}
-
-impl SessionEnd {
-    /// The documented process exit code for this end: 0 clean leave, 3 cannot connect, 4 rejected, 5 kicked or
-    /// superkilled, 6 protocol error (incl. a server that closes or stalls).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SessionEnd::Left => 0,
-            SessionEnd::ConnectFailed(_) => 3,
-            SessionEnd::Rejected { .. } | SessionEnd::ServerFull => 4,
-            SessionEnd::Kicked { .. } => 5,
-            SessionEnd::Shutdown
-            | SessionEnd::ServerClosed { .. }
-            | SessionEnd::Timeout { .. }
-            | SessionEnd::Protocol(_) => 6,
-        }
-    }
-}
-
-impl std::fmt::Display for SessionEnd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SessionEnd::Left => write!(f, "left the game"),
-            SessionEnd::ConnectFailed(e) => write!(f, "cannot connect: {e}"),
-            SessionEnd::Rejected { code, reason } => {
-                write!(f, "rejected by the server ({}, code {code}): {reason}", super::consts::reject_name(*code))
-            }
-            SessionEnd::Kicked { reason } if reason.is_empty() => write!(f, "kicked by the server"),
-            SessionEnd::Kicked { reason } => write!(f, "kicked by the server: {reason}"),
-            SessionEnd::Shutdown => write!(f, "the server shut down (MsgSuperKill with no reason)"),
-            SessionEnd::ServerFull => write!(f, "the server is full (no free player slot)"),
-            SessionEnd::ServerClosed { during } => write!(f, "the server closed the connection during {during}"),
-            SessionEnd::Timeout { during } => write!(f, "timed out during {during}"),
-            SessionEnd::Protocol(e) => write!(f, "protocol error: {e}"),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,7 +377,7 @@ impl Session {
     }
 
     /// The TCP connection could not be made.
-    pub fn handle_connect_failed(&mut self, _now: Instant, why: String) {
+    pub fn handle_connect_failed(&mut self, _now: Instant, why: ConnectError) {
         self.close(SessionEnd::ConnectFailed(why));
     }
 
@@ -471,7 +399,7 @@ impl Session {
                 Ok(Some((code, body))) => self.on_frame(now, code, &body, false),
                 Ok(None) => break,
                 Err(e) => {
-                    self.close(SessionEnd::Protocol(e.to_string()));
+                    self.close(SessionEnd::Protocol(e.into()));
                     break;
                 }
             }
@@ -487,7 +415,7 @@ impl Session {
             self.close(SessionEnd::Left);
         } else if self.frames.buffered() > 0 && self.state == State::AwaitHello {
             let got = self.frames.take_raw(self.frames.buffered()).unwrap_or_default();
-            self.close(SessionEnd::Protocol(format!("not a BZFlag 2.4 server: it sent {}", show_bytes(&got))));
+            self.close(SessionEnd::Protocol(HelloError::closed(&got).into()));
         } else {
             self.close(SessionEnd::ServerClosed { during: self.state.describe() });
         }
@@ -743,10 +671,7 @@ impl Session {
         let head = probe.take_raw(probe.buffered()).unwrap_or_default();
         self.frames.push(&head);
         if head.get(..n) != SERVER_VERSION.get(..n) && head.get(..n) != b"REFUSED:".get(..n) {
-            self.close(SessionEnd::Protocol(format!(
-                "not a BZFlag 2.4 server: its hello starts with {}",
-                show_bytes(&head)
-            )));
+            self.close(SessionEnd::Protocol(HelloError::bad_start(&head).into()));
         }
     }
 
@@ -756,17 +681,13 @@ impl Session {
             let rest = self.frames.take_raw(self.frames.buffered()).unwrap_or_default();
             let mut reason = String::from_utf8_lossy(hello.get(8..).unwrap_or_default()).into_owned();
             reason.push_str(&String::from_utf8_lossy(&rest));
-            self.close(SessionEnd::Rejected { code: 9, reason: reason.trim().to_string() });
+            self.close(SessionEnd::Rejected { code: RejectCode::IpBanned, reason: reason.trim().to_string() });
             return;
         }
         if version != SERVER_VERSION {
-            let v = String::from_utf8_lossy(version).into_owned();
-            let detail = if version.starts_with(b"BZFS") {
-                format!("incompatible server version {v:?} (bzhead speaks {})", String::from_utf8_lossy(SERVER_VERSION))
-            } else {
-                format!("not a BZFlag server: its hello is {}", show_bytes(hello))
-            };
-            self.close(SessionEnd::Protocol(detail));
+            let e =
+                if version.starts_with(b"BZFS") { HelloError::version(version) } else { HelloError::not_bzflag(hello) };
+            self.close(SessionEnd::Protocol(e.into()));
             return;
         }
         let id = hello.get(8).copied().unwrap_or(player::SERVER_FULL);
@@ -1298,15 +1219,11 @@ impl Session {
         if bytes_left != 0 {
             let total = offset.saturating_add(bytes_left as usize);
             if total > MAX_WORLD_BYTES {
-                self.close(SessionEnd::Protocol(format!(
-                    "the server announced a {total}-byte world, more than the {MAX_WORLD_BYTES} bytes allowed"
-                )));
+                self.close(SessionEnd::Protocol(WorldError::Announced { total }.into()));
                 return;
             }
             if data.is_empty() {
-                self.close(SessionEnd::Protocol(format!(
-                    "the server sent an empty world chunk at offset {offset} with {bytes_left} bytes left"
-                )));
+                self.close(SessionEnd::Protocol(WorldError::EmptyChunk { offset, bytes_left }.into()));
                 return;
             }
             if self.world_total.is_none() || offset == 0 {
@@ -1317,7 +1234,7 @@ impl Session {
             self.world_total = Some(total);
         }
         if offset + data.len() > MAX_WORLD_BYTES {
-            self.close(SessionEnd::Protocol(format!("the world is larger than the {MAX_WORLD_BYTES} bytes allowed")));
+            self.close(SessionEnd::Protocol(WorldError::TooLarge.into()));
             return;
         }
         self.world.extend_from_slice(&data);
@@ -1330,10 +1247,8 @@ impl Session {
         let got = hex_digest(&std::mem::take(&mut self.world_md5).finalize());
         if let Some(h) = &self.world_hash {
             if &got != h {
-                self.close(SessionEnd::Protocol(format!(
-                    "the world download is corrupt: {} bytes with MD5 {got}, but the server announced {h}",
-                    blob.len()
-                )));
+                let e = WorldError::Corrupt { bytes: blob.len(), md5: got, announced: h.clone() };
+                self.close(SessionEnd::Protocol(e.into()));
                 return;
             }
             self.world_requests.push_back(WorldRequest::Store { hash: h.clone(), blob: blob.clone() });
@@ -1368,15 +1283,6 @@ fn hex_digest(digest: &[u8]) -> String {
         out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out
-}
-
-fn show_bytes(b: &[u8]) -> String {
-    let b = b.get(..32).unwrap_or(b);
-    if b.iter().all(|c| c.is_ascii_graphic() || *c == b' ' || *c == b'\r' || *c == b'\n') {
-        format!("{:?}", String::from_utf8_lossy(b))
-    } else {
-        b.iter().map(|c| format!("{c:02x}")).collect::<Vec<_>>().join(" ")
-    }
 }
 
 #[cfg(test)]
