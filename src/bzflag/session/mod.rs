@@ -871,26 +871,8 @@ impl Session {
                     self.udp = Udp::Inbound;
                 }
             }
-            M::UdpLinkRequest if via_udp => {
-                if matches!(self.udp, Udp::Requested { .. } | Udp::Inbound | Udp::Failed) {
-                    self.send_udp(&ClientMsg::UdpLinkEstablished);
-                    if self.udp != Udp::Up {
-                        self.udp = Udp::Up;
-                        self.timers[Timer::UdpRetry as usize] = None;
-                        self.events.push_back(Event::UdpLink { up: true, detail: "UDP link established".into() });
-                    }
-                }
-            }
-            M::NegotiateFlags { missing } => {
-                if !missing.is_empty() {
-                    let list: Vec<String> = missing.iter().map(|a| a.as_string()).collect();
-                    self.warn(format!("the server may use flags we do not know: {}", list.join(", ")));
-                }
-                if self.state == State::Negotiating {
-                    self.state = State::AwaitSettings;
-                    self.send_tcp(&ClientMsg::WantSettings);
-                }
-            }
+            M::UdpLinkRequest if via_udp => self.on_udp_probe(),
+            M::NegotiateFlags { missing } => self.on_negotiated(&missing),
             M::GameSettings(s) => {
                 self.game.settings = Some(s);
                 self.events.push_back(Event::Settings(s));
@@ -902,19 +884,7 @@ impl Session {
             M::CacheUrl { url } => self.events.push_back(Event::CacheUrl { url }),
             M::WantWHash { kind, hash } => self.on_world_hash(now, kind, hash),
             M::GetWorld { bytes_left, data } => self.on_world_chunk(now, bytes_left, data),
-            M::Accept { id } => {
-                if self.state == State::AwaitAccept {
-                    self.state = State::Joined;
-                    self.timers[Timer::Join as usize] = None;
-                    if let Some(l) = self.idle_timeout {
-                        self.set_timer(Timer::Idle, now + l);
-                    }
-                    self.game.my_id = Some(id);
-                    self.events.push_back(Event::Accept { id });
-                } else {
-                    self.warn("unexpected MsgAccept".into());
-                }
-            }
+            M::Accept { id } => self.on_accept(now, id),
             M::Reject { code, reason } => self.close(SessionEnd::Rejected { code, reason }),
             M::SuperKill => {
                 let end = match self.kick_reason(now) {
@@ -924,6 +894,62 @@ impl Session {
                 self.close(end);
             }
             // ---- roster
+            m @ (M::SetVar { .. }
+            | M::TeamUpdate { .. }
+            | M::AddPlayer { .. }
+            | M::RemovePlayer { .. }
+            | M::PlayerInfo { .. }
+            | M::AdminInfo { .. }
+            | M::Score { .. }
+            | M::Handicap { .. }
+            | M::NewRabbit { .. }
+            | M::ScoreOver { .. }
+            | M::TimeUpdate { .. }
+            | M::GameTime { .. }) => self.on_roster_message(now, m),
+            // ---- flags
+            m @ (M::FlagUpdate { .. }
+            | M::GrabFlag { .. }
+            | M::DropFlag { .. }
+            | M::TransferFlag { .. }
+            | M::CaptureFlag { .. }
+            | M::NearFlag { .. }
+            | M::FlagType { .. }) => self.on_flag_message(now, m),
+            // ---- play
+            m @ (M::Alive { .. }
+            | M::Killed { .. }
+            | M::Teleport { .. }
+            | M::Pause { .. }
+            | M::AutoPilot { .. }
+            | M::ShotBegin(..)
+            | M::ShotEnd { .. }
+            | M::GmUpdate { .. }
+            | M::Message { .. }
+            | M::LagPing { .. }
+            | M::QueryGame(..)
+            | M::QueryPlayers { .. }
+            | M::FetchResources { .. }
+            | M::CustomSound { .. }
+            | M::ReplayReset { .. }) => self.on_play_message(now, m),
+            M::PlayerUpdate(u) => self.on_player_update(now, u),
+            M::UdpLinkEstablished | M::UdpLinkRequest => {}
+            M::Reserved { code, .. } | M::Unknown { code, .. } => {
+                self.warn(format!("ignored {} from the server", describe_code(code)));
+            }
+        }
+        // Expired shots get no message: drop them now and then (not after every message: with hundreds of live
+        // shots and thousands of messages a second that scan was most of a busy client's time).
+        if self.game.shots.len() > 64
+            && self.game.last_prune.is_none_or(|t| now.saturating_duration_since(t) >= PRUNE_EVERY)
+        {
+            self.game.prune_shots(now);
+            self.game.last_prune = Some(now);
+        }
+    }
+
+    /// The roster: variables, teams, players, scores and the clock.
+    fn on_roster_message(&mut self, now: Instant, msg: ServerMsg) {
+        use ServerMsg as M;
+        match msg {
             M::SetVar { vars } => {
                 let count = vars.len();
                 for (n, v) in &vars {
@@ -963,47 +989,14 @@ impl Session {
                     }
                 }
             }
-            M::AdminInfo { players } => {
-                for e in players {
-                    if let Some(p) = self.game.players.get_mut(&e.id) {
-                        p.address = match (e.ip_version, e.addr.as_slice()) {
-                            (4, [a, b, c, d]) => Some(std::net::Ipv4Addr::new(*a, *b, *c, *d).into()),
-                            _ => None,
-                        };
-                    }
-                }
-            }
-            M::Score { scores } => {
-                for s in scores {
-                    let p = self.game.player_mut(s.id);
-                    p.wins = s.wins;
-                    p.losses = s.losses;
-                    p.team_kills = s.team_kills;
-                    self.events.push_back(Event::Score {
-                        id: s.id,
-                        wins: s.wins,
-                        losses: s.losses,
-                        team_kills: s.team_kills,
-                    });
-                }
-            }
+            M::AdminInfo { players } => self.on_admin_info(players),
+            M::Score { scores } => self.on_scores(scores),
             M::Handicap { players } => {
                 for (id, h) in players {
                     self.game.player_mut(id).handicap = h;
                 }
             }
-            M::NewRabbit { id } => {
-                let old = self.game.rabbit.replace(id);
-                for p in self.game.players.values_mut() {
-                    if p.team == Team::Rabbit || Some(p.id) == old {
-                        p.team = Team::Hunter;
-                    }
-                }
-                if let Some(p) = self.game.players.get_mut(&id) {
-                    p.team = Team::Rabbit;
-                }
-                self.events.push_back(Event::NewRabbit { id });
-            }
+            M::NewRabbit { id } => self.on_new_rabbit(id),
             M::ScoreOver { player, team } => {
                 self.game.game_over = true;
                 self.events.push_back(Event::GameOver { player, team });
@@ -1012,10 +1005,16 @@ impl Session {
                 self.game.time_left = Some((seconds, now));
                 self.events.push_back(Event::TimeLeft { seconds });
             }
-            M::GameTime { usec } => {
-                self.game.server_time = Some((usec, now));
-            }
-            // ---- flags
+            M::GameTime { usec } => self.game.server_time = Some((usec, now)),
+            // The other sections' messages are not passed here.
+            _ => {}
+        }
+    }
+
+    /// Flags: where they are and who holds them.
+    fn on_flag_message(&mut self, now: Instant, msg: ServerMsg) {
+        use ServerMsg as M;
+        match msg {
             M::FlagUpdate { flags } => {
                 for (index, info) in flags {
                     self.set_flag(now, index, info, None);
@@ -1040,40 +1039,23 @@ impl Session {
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 self.events.push_back(Event::Transfer { from, to, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
-            M::CaptureFlag { player, index, team } => {
-                let abbv = self.game.flags.get(&index).map(|f| f.abbv()).unwrap_or_default();
-                if let Some(p) = self.game.players.get_mut(&player) {
-                    p.flag = None;
-                }
-                // Every player of the captured team is dead on the server (no MsgKilled is sent).
-                let captured = team_of_flag(abbv);
-                if let Some(ct) = captured {
-                    for p in self.game.players.values_mut() {
-                        if p.team == ct {
-                            p.alive = false;
-                        }
-                    }
-                }
-                let callsign = self.game.name_of(player);
-                self.events.push_back(Event::Capture { player, callsign, index, abbv, team });
-            }
+            M::CaptureFlag { player, index, team } => self.on_capture(player, index, team),
             M::NearFlag { pos, name } => self.events.push_back(Event::NearFlag { pos, name }),
             M::FlagType { abbv, name, .. } => {
                 if self.game.custom_flags.len() < 256 {
                     self.game.custom_flags.push((abbv, name));
                 }
             }
-            // ---- play
-            M::Alive { id, pos, azimuth } => {
-                let p = self.game.player_mut(id);
-                p.alive = true;
-                p.paused = false;
-                p.spawn = Some((pos, azimuth));
-                p.last_update = None;
-                self.netstats.on_spawn(id);
-                let callsign = self.game.name_of(id);
-                self.events.push_back(Event::Spawn { id, callsign, pos, azimuth });
-            }
+            // The other sections' messages are not passed here.
+            _ => {}
+        }
+    }
+
+    /// Play: spawns, kills, moves, shots and chat (player updates: `on_player_update`).
+    fn on_play_message(&mut self, now: Instant, msg: ServerMsg) {
+        use ServerMsg as M;
+        match msg {
+            M::Alive { id, pos, azimuth } => self.on_alive(id, pos, azimuth),
             M::Killed { victim, killer, reason, shot_id, flag, phydrv } => {
                 if let Some(p) = self.game.players.get_mut(&victim) {
                     p.alive = false;
@@ -1082,19 +1064,21 @@ impl Session {
                 if shot_id >= 0 && !matches!(flag.as_string().as_str(), "L" | "TH" | "SW") {
                     self.game.shots.remove(&(killer, shot_id as u16));
                 }
-                let victim_callsign = self.game.name_of(victim);
-                let killer_callsign = self.game.name_of(killer);
-                self.events.push_back(Event::Kill {
+                let (victim_callsign, killer_callsign) = (self.game.name_of(victim), self.game.name_of(killer));
+                let reason_code = reason;
+                let reason = super::consts::kill_reason::name(reason);
+                let kill = Event::Kill {
                     victim,
                     victim_callsign,
                     killer,
                     killer_callsign,
-                    reason: super::consts::kill_reason::name(reason),
-                    reason_code: reason,
+                    reason,
+                    reason_code,
                     shot_id,
                     flag,
                     phydrv,
-                });
+                };
+                self.events.push_back(kill);
             }
             M::Teleport { player, from, to } => {
                 self.netstats.on_teleport(player);
@@ -1110,28 +1094,6 @@ impl Session {
                 self.game.player_mut(player).autopilot = on;
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::AutoPilot { player, callsign, on });
-            }
-            M::PlayerUpdate(u) => {
-                if self.game.players.contains_key(&u.id) {
-                    self.netstats.on_update(now, &u);
-                }
-                let accepted = match self.game.players.get_mut(&u.id) {
-                    Some(p) => {
-                        let newer = p.last_update.is_none_or(|(last, _)| u.order > last.order);
-                        if newer {
-                            p.last_update = Some((u, now));
-                            if u.status.contains(PlayerStatus::ALIVE) {
-                                p.alive = true;
-                            }
-                            p.paused = u.status.contains(PlayerStatus::PAUSED);
-                        }
-                        newer
-                    }
-                    None => false,
-                };
-                if accepted {
-                    self.events.push_back(Event::Update(u));
-                }
             }
             M::ShotBegin(f) => {
                 self.game.add_shot(f, now);
@@ -1166,18 +1128,140 @@ impl Session {
                 self.game.players.retain(|id, _| *id >= last_player);
                 self.game.flags.clear();
             }
-            M::UdpLinkEstablished | M::UdpLinkRequest => {}
-            M::Reserved { code, .. } | M::Unknown { code, .. } => {
-                self.warn(format!("ignored {} from the server", describe_code(code)));
+            // The other sections' messages are not passed here.
+            _ => {}
+        }
+    }
+
+    // ---- handshake
+
+    /// The server's UDP probe (`MsgUDPLinkRequest` over UDP): answer it; the link is up both ways.
+    fn on_udp_probe(&mut self) {
+        if matches!(self.udp, Udp::Requested { .. } | Udp::Inbound | Udp::Failed) {
+            self.send_udp(&ClientMsg::UdpLinkEstablished);
+            if self.udp != Udp::Up {
+                self.udp = Udp::Up;
+                self.timers[Timer::UdpRetry as usize] = None;
+                self.events.push_back(Event::UdpLink { up: true, detail: "UDP link established".into() });
             }
         }
-        // Expired shots get no message: drop them now and then (not after every message: with hundreds of live
-        // shots and thousands of messages a second that scan was most of a busy client's time).
-        if self.game.shots.len() > 64
-            && self.game.last_prune.is_none_or(|t| now.saturating_duration_since(t) >= PRUNE_EVERY)
-        {
-            self.game.prune_shots(now);
-            self.game.last_prune = Some(now);
+    }
+
+    fn on_negotiated(&mut self, missing: &[Abbv]) {
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(|a| a.as_string()).collect();
+            self.warn(format!("the server may use flags we do not know: {}", list.join(", ")));
+        }
+        if self.state == State::Negotiating {
+            self.state = State::AwaitSettings;
+            self.send_tcp(&ClientMsg::WantSettings);
+        }
+    }
+
+    fn on_accept(&mut self, now: Instant, id: u8) {
+        if self.state == State::AwaitAccept {
+            self.state = State::Joined;
+            self.timers[Timer::Join as usize] = None;
+            if let Some(l) = self.idle_timeout {
+                self.set_timer(Timer::Idle, now + l);
+            }
+            self.game.my_id = Some(id);
+            self.events.push_back(Event::Accept { id });
+        } else {
+            self.warn("unexpected MsgAccept".into());
+        }
+    }
+
+    // ---- roster
+
+    fn on_admin_info(&mut self, players: Vec<super::msg::AdminEntry>) {
+        for e in players {
+            if let Some(p) = self.game.players.get_mut(&e.id) {
+                p.address = match (e.ip_version, e.addr.as_slice()) {
+                    (4, [a, b, c, d]) => Some(std::net::Ipv4Addr::new(*a, *b, *c, *d).into()),
+                    _ => None,
+                };
+            }
+        }
+    }
+
+    fn on_scores(&mut self, scores: Vec<super::msg::ScoreEntry>) {
+        for s in scores {
+            let p = self.game.player_mut(s.id);
+            p.wins = s.wins;
+            p.losses = s.losses;
+            p.team_kills = s.team_kills;
+            self.events.push_back(Event::Score { id: s.id, wins: s.wins, losses: s.losses, team_kills: s.team_kills });
+        }
+    }
+
+    fn on_new_rabbit(&mut self, id: u8) {
+        let old = self.game.rabbit.replace(id);
+        for p in self.game.players.values_mut() {
+            if p.team == Team::Rabbit || Some(p.id) == old {
+                p.team = Team::Hunter;
+            }
+        }
+        if let Some(p) = self.game.players.get_mut(&id) {
+            p.team = Team::Rabbit;
+        }
+        self.events.push_back(Event::NewRabbit { id });
+    }
+
+    // ---- flags
+
+    fn on_capture(&mut self, player: u8, index: u16, team: Team) {
+        let abbv = self.game.flags.get(&index).map(|f| f.abbv()).unwrap_or_default();
+        if let Some(p) = self.game.players.get_mut(&player) {
+            p.flag = None;
+        }
+        // Every player of the captured team is dead on the server (no MsgKilled is sent).
+        let captured = team_of_flag(abbv);
+        if let Some(ct) = captured {
+            for p in self.game.players.values_mut() {
+                if p.team == ct {
+                    p.alive = false;
+                }
+            }
+        }
+        let callsign = self.game.name_of(player);
+        self.events.push_back(Event::Capture { player, callsign, index, abbv, team });
+    }
+
+    // ---- play
+
+    fn on_alive(&mut self, id: u8, pos: [f32; 3], azimuth: f32) {
+        let p = self.game.player_mut(id);
+        p.alive = true;
+        p.paused = false;
+        p.spawn = Some((pos, azimuth));
+        p.last_update = None;
+        self.netstats.on_spawn(id);
+        let callsign = self.game.name_of(id);
+        self.events.push_back(Event::Spawn { id, callsign, pos, azimuth });
+    }
+
+    /// A player's update: kept (and reported) when it is newer than the last one kept.
+    fn on_player_update(&mut self, now: Instant, u: super::msg::PlayerUpdate) {
+        if self.game.players.contains_key(&u.id) {
+            self.netstats.on_update(now, &u);
+        }
+        let accepted = match self.game.players.get_mut(&u.id) {
+            Some(p) => {
+                let newer = p.last_update.is_none_or(|(last, _)| u.order > last.order);
+                if newer {
+                    p.last_update = Some((u, now));
+                    if u.status.contains(PlayerStatus::ALIVE) {
+                        p.alive = true;
+                    }
+                    p.paused = u.status.contains(PlayerStatus::PAUSED);
+                }
+                newer
+            }
+            None => false,
+        };
+        if accepted {
+            self.events.push_back(Event::Update(u));
         }
     }
 
