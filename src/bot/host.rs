@@ -16,7 +16,9 @@
 //!   the tick's time), then every bot gets its [`View`], decides ([`Bot::tick`]), and its pilot steps the tank,
 //!   detects hits, grabs and captures flags, fires and sends updates exactly as the official client would.
 //! * **Reconnects** with back-off (1 s doubling to [`HostConfig::max_backoff`]) when a server closes or cannot be
-//!   reached, a new callsign when the old one is taken, and no retry after a kick or a ban.
+//!   reached, a new callsign when the old one is taken, and no retry after a kick or a ban. What a reject calls for
+//!   (rename, wait, give up) is decided once, by [`RejectCode::remedy`](crate::bzflag::consts::RejectCode::remedy);
+//!   the eye follows it too, except that it does not wait for room on a full server.
 //! * **Yielding to humans** ([`HostConfig::yield_slots`]): the eye asks the server for its team sizes and limits
 //!   (`MsgQueryGame`) whenever someone joins or leaves; while fewer than that many slots are free (in total, or
 //!   in the team of one of our bots), our most recently joined bot leaves; it comes back when the slots are free

@@ -1041,12 +1041,10 @@ impl Session {
             }
             M::CaptureFlag { player, index, team } => self.on_capture(player, index, team),
             M::NearFlag { pos, name } => self.events.push_back(Event::NearFlag { pos, name }),
-            M::FlagType { abbv, name, .. } => {
-                if self.game.custom_flags.len() < 256 {
-                    self.game.custom_flags.push((abbv, name));
-                }
+            M::FlagType { abbv, name, .. } if self.game.custom_flags.len() < 256 => {
+                self.game.custom_flags.push((abbv, name));
             }
-            // The other sections' messages are not passed here.
+            // A custom flag type beyond the 256 kept; the other sections' messages are not passed here.
             _ => {}
         }
     }
@@ -1113,12 +1111,8 @@ impl Session {
                 let to_name = self.game.name_of(to);
                 self.events.push_back(Event::Chat { from, from_callsign, to, to_name, action: kind == 1, text });
             }
-            M::LagPing { seq } => {
-                // Echo over TCP (the client's UDP list does not include it).
-                if self.state == State::Joined {
-                    self.send_tcp(&ClientMsg::LagPing { seq });
-                }
-            }
+            // Echo over TCP (the client's UDP list does not include it).
+            M::LagPing { seq } if self.state == State::Joined => self.send_tcp(&ClientMsg::LagPing { seq }),
             // Asked for while joined (`Session::send(&ClientMsg::QueryGame)`): team sizes and limits.
             M::QueryGame(info) => self.game.limits = Some((info, now)),
             M::QueryPlayers { .. } => {}
@@ -1128,7 +1122,7 @@ impl Session {
                 self.game.players.retain(|id, _| *id >= last_player);
                 self.game.flags.clear();
             }
-            // The other sections' messages are not passed here.
+            // A lag ping before the join; the other sections' messages are not passed here.
             _ => {}
         }
     }
