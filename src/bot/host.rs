@@ -787,28 +787,28 @@ impl BotHost {
                 if self.leaving || s.eye == Eye::Off {
                     return;
                 }
-                // What a reject calls for is `RejectCode::remedy`'s decision, the same as for the bots; but the
-                // eye does not wait for room on a full server (the bots do without it).
-                let remedy = match &end {
-                    Some(SessionEnd::Rejected { code, .. }) if code.is_full() => None,
-                    Some(SessionEnd::Rejected { code, .. }) => Some(code.remedy()),
-                    _ => Some(RejectRemedy::Wait),
+                let no_room = match &end {
+                    Some(SessionEnd::ServerFull) => true,
+                    Some(SessionEnd::Rejected { code, .. }) => code.is_full(),
+                    _ => false,
                 };
-                match (end, remedy) {
-                    // No room for an observer: the bots will read their own state.
-                    (Some(SessionEnd::ServerFull), _) | (Some(SessionEnd::Rejected { .. }), None) => {
+                match end {
+                    // No room for an observer: the bots will read their own state (the eye does not wait for room).
+                    _ if no_room => {
                         warn!(server = %s.addr, "no observer slot; bots will only know what changes after they join");
                         s.eye = Eye::Unavailable;
                     }
-                    (Some(SessionEnd::Rejected { .. }), Some(RejectRemedy::Rename)) => {
+                    // Otherwise a reject calls for what `RejectCode::remedy` says, as for the bots.
+                    Some(SessionEnd::Rejected { code, .. }) if code.remedy() == RejectRemedy::Rename => {
                         s.eye_attempts += 1;
                         s.eye_callsign = format!("{}{}", self.config.eye_callsign, s.eye_attempts + 1);
                         s.eye = Eye::Waiting { at: at + Duration::from_millis(500) };
                     }
-                    (Some(SessionEnd::Rejected { code, reason }), Some(RejectRemedy::GiveUp)) => {
+                    Some(SessionEnd::Rejected { code, reason }) if code.remedy() == RejectRemedy::GiveUp => {
                         warn!(server = %s.addr, code = code.to_u16(), %reason, "the observer link was rejected");
                         s.eye = Eye::Unavailable;
                     }
+                    // A rejoin wait, or the server went away: back off and come back.
                     _ => {
                         s.eye_attempts += 1;
                         let wait = backoff(s.eye_attempts, self.config.max_backoff);
@@ -1012,23 +1012,8 @@ impl BotHost {
                 let why = format!("callsign taken ({reason}); trying {}", b.callsign);
                 (BotState::Waiting, Some(BotEvent::Disconnected { reason: why, retry_in: Some(0.3) }))
             }
-            (_, Some(e @ SessionEnd::Rejected { code, .. })) if code.remedy() == RejectRemedy::Wait && reconnect => {
-                let wait = backoff(b.attempts, max_backoff);
-                b.wait_until = at + wait;
-                let event = BotEvent::Disconnected { reason: e.to_string(), retry_in: Some(wait.as_secs_f32()) };
-                (BotState::Waiting, Some(event))
-            }
-            (
-                _,
-                Some(
-                    e @ (SessionEnd::ServerFull
-                    | SessionEnd::ConnectFailed(_)
-                    | SessionEnd::Shutdown
-                    | SessionEnd::ServerClosed { .. }
-                    | SessionEnd::Timeout { .. }
-                    | SessionEnd::Protocol(_)),
-                ),
-            ) if reconnect => {
+            // The server went away or had no room: back off and come back.
+            (_, Some(e)) if reconnect && comes_back(&e) => {
                 let wait = backoff(b.attempts, max_backoff);
                 b.wait_until = at + wait;
                 let event = BotEvent::Disconnected { reason: e.to_string(), retry_in: Some(wait.as_secs_f32()) };
@@ -1336,6 +1321,22 @@ fn auto_team_room(info: &crate::bzflag::msg::QueryGameInfo) -> Option<u32> {
 }
 
 /// 1 s doubling per attempt, at most `max`.
+/// Whether a bot whose session ended this way joins again after a back-off (with [`HostConfig::reconnect`]): when
+/// the server went away, stalled or broke the stream, or had no room or wants a rejoin wait
+/// ([`RejectRemedy::Wait`]); not after a kick or a reject that waiting cannot cure.
+fn comes_back(end: &SessionEnd) -> bool {
+    match end {
+        SessionEnd::Rejected { code, .. } => code.remedy() == RejectRemedy::Wait,
+        SessionEnd::ServerFull
+        | SessionEnd::ConnectFailed(_)
+        | SessionEnd::Shutdown
+        | SessionEnd::ServerClosed { .. }
+        | SessionEnd::Timeout { .. }
+        | SessionEnd::Protocol(_) => true,
+        SessionEnd::Left | SessionEnd::Kicked { .. } => false,
+    }
+}
+
 fn backoff(attempts: u32, max: Duration) -> Duration {
     let secs = 1u64 << attempts.saturating_sub(1).min(16);
     Duration::from_secs(secs).min(max)
