@@ -312,6 +312,8 @@ pub fn reconnected_line(t: Duration, json: bool, attempt: u32, down: Duration) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bzflag::consts::RejectCode;
+    use crate::bzflag::session::{ConnectError, HelloError};
     use serde_json::Value;
 
     #[test]
@@ -357,13 +359,13 @@ mod tests {
     fn which_ends_reconnect() {
         assert!(reconnects(&SessionEnd::ServerClosed { during: "the game" }));
         assert!(reconnects(&SessionEnd::Timeout { during: "the game" }));
-        assert!(reconnects(&SessionEnd::ConnectFailed("refused".into())));
+        assert!(reconnects(&SessionEnd::ConnectFailed(ConnectError::Recorded { detail: "refused".into() })));
         assert!(reconnects(&SessionEnd::Kicked { reason: String::new() }));
         assert!(!reconnects(&SessionEnd::Kicked { reason: "You were kicked off the server".into() }));
         assert!(!reconnects(&SessionEnd::Left));
-        assert!(!reconnects(&SessionEnd::Rejected { code: 1, reason: "taken".into() }));
+        assert!(!reconnects(&SessionEnd::Rejected { code: RejectCode::BadTeam, reason: "taken".into() }));
         assert!(!reconnects(&SessionEnd::ServerFull));
-        assert!(!reconnects(&SessionEnd::Protocol("not BZFlag".into())));
+        assert!(!reconnects(&SessionEnd::Protocol(HelloError::not_bzflag(b"not BZFlag").into())));
         // A kill whose "reason" is old server text is a shutdown; one right after the server's words is a kick.
         let t0 = Instant::now();
         let mut r = Reconnect::new();

@@ -117,11 +117,7 @@ pub fn text_line(e: &Event) -> String {
             format!("--- world {hash} ({bytes} bytes, {})", if *cached { "from the cache" } else { "downloaded" })
         }
         Event::Accept { id } => format!("--- joined the game as player {id}"),
-        Event::Reject { code, reason } => format!(
-            "!!! rejected ({}, code {code}): {}",
-            crate::bzflag::consts::reject_name(*code),
-            strip_control(reason)
-        ),
+        Event::Reject { code, reason } => format!("!!! rejected ({code}): {}", strip_control(reason)),
         Event::SetVar { count, .. } => format!("--- {count} server variable(s) set"),
         Event::Team(t) => format!(
             "--- {}: {} player(s), score {} ({} wins, {} losses)",

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bzflag::consts::{PlayerType, Team};
 use crate::bzflag::event::Event;
-use crate::bzflag::session::{Session, SessionConfig};
+use crate::bzflag::session::{ConnectError, Session, SessionConfig};
 
 /// The first 8 bytes of a recording.
 pub const MAGIC: &[u8; 8] = b"BZHREC01";
@@ -471,7 +471,10 @@ fn replay_into(
         let now = base + rec.t;
         match rec.kind {
             Kind::Connected => s.handle_connected(now),
-            Kind::ConnectFailed => s.handle_connect_failed(now, String::from_utf8_lossy(&rec.data).into_owned()),
+            Kind::ConnectFailed => {
+                let detail = String::from_utf8_lossy(&rec.data).into_owned();
+                s.handle_connect_failed(now, ConnectError::Recorded { detail })
+            }
             Kind::TcpIn => s.handle_tcp(now, &rec.data),
             Kind::TcpClosed => s.handle_tcp_closed(now),
             Kind::UdpIn => s.handle_udp(now, &rec.data),

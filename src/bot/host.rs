@@ -16,7 +16,9 @@
 //!   the tick's time), then every bot gets its [`View`], decides ([`Bot::tick`]), and its pilot steps the tank,
 //!   detects hits, grabs and captures flags, fires and sends updates exactly as the official client would.
 //! * **Reconnects** with back-off (1 s doubling to [`HostConfig::max_backoff`]) when a server closes or cannot be
-//!   reached, a new callsign when the old one is taken, and no retry after a kick or a ban.
+//!   reached, a new callsign when the old one is taken, and no retry after a kick or a ban. What a reject calls for
+//!   (rename, wait, give up) is decided once, by [`RejectCode::remedy`](crate::bzflag::consts::RejectCode::remedy);
+//!   the eye follows it too, except that it does not wait for room on a full server.
 //! * **Yielding to humans** ([`HostConfig::yield_slots`]): the eye asks the server for its team sizes and limits
 //!   (`MsgQueryGame`) whenever someone joins or leaves; while fewer than that many slots are free (in total, or
 //!   in the team of one of our bots), our most recently joined bot leaves; it comes back when the slots are free
@@ -38,7 +40,7 @@ use super::danger::PlayerSet;
 use super::pilot::{BotStats, Pilot, Shared};
 use super::view::{Me, NavSlot, TankView, View};
 use super::{Bot, BotEvent, Control};
-use crate::bzflag::consts::{PlayerStatus, PlayerType, Team};
+use crate::bzflag::consts::{PlayerStatus, PlayerType, RejectRemedy, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::msg::ClientMsg;
 use crate::bzflag::play::physics::flag;
@@ -196,6 +198,8 @@ pub struct BotStatus {
     pub team: Team,
     /// State.
     pub state: BotState,
+    /// How the session that stopped the bot ended, when a session end stopped it ([`BotState::Stopped`]).
+    pub stopped_by: Option<SessionEnd>,
     /// Counts.
     pub stats: BotStats,
 }
@@ -251,6 +255,8 @@ struct BotSlot {
     wait_until: Instant,
     attempts: u32,
     joined_at: Option<Instant>,
+    /// See [`BotStatus::stopped_by`].
+    stopped_by: Option<SessionEnd>,
     join_order: u64,
     pending: VecDeque<Event>,
     chat: Vec<(u8, String)>,
@@ -385,6 +391,7 @@ impl BotHost {
             wait_until: at,
             attempts: 0,
             joined_at: None,
+            stopped_by: None,
             join_order: 0,
             pending: VecDeque::new(),
             chat: Vec::new(),
@@ -425,6 +432,7 @@ impl BotHost {
             id: b.pilot.me,
             team: b.pilot.team,
             state: b.state.clone(),
+            stopped_by: b.stopped_by.clone(),
             stats: b.pilot.stats,
         })
     }
@@ -721,6 +729,7 @@ impl BotHost {
             self.reactor.leave(sid);
         }
         b.state = BotState::Stopped(reason.clone());
+        b.stopped_by = None;
         self.push_bot(k, now, BotEvent::Stopped { reason });
     }
 
@@ -778,21 +787,28 @@ impl BotHost {
                 if self.leaving || s.eye == Eye::Off {
                     return;
                 }
+                let no_room = match &end {
+                    Some(SessionEnd::ServerFull) => true,
+                    Some(SessionEnd::Rejected { code, .. }) => code.is_full(),
+                    _ => false,
+                };
                 match end {
-                    // No room for an observer: the bots will read their own state.
-                    Some(SessionEnd::Rejected { code: 4 | 5, .. }) | Some(SessionEnd::ServerFull) => {
+                    // No room for an observer: the bots will read their own state (the eye does not wait for room).
+                    _ if no_room => {
                         warn!(server = %s.addr, "no observer slot; bots will only know what changes after they join");
                         s.eye = Eye::Unavailable;
                     }
-                    Some(SessionEnd::Rejected { code: 7 | 8, .. }) => {
+                    // Otherwise a reject calls for what `RejectCode::remedy` says, as for the bots.
+                    Some(SessionEnd::Rejected { code, .. }) if code.remedy() == RejectRemedy::Rename => {
                         s.eye_attempts += 1;
                         s.eye_callsign = format!("{}{}", self.config.eye_callsign, s.eye_attempts + 1);
                         s.eye = Eye::Waiting { at: at + Duration::from_millis(500) };
                     }
-                    Some(SessionEnd::Rejected { code, reason }) => {
-                        warn!(server = %s.addr, code, %reason, "the observer link was rejected");
+                    Some(SessionEnd::Rejected { code, reason }) if code.remedy() == RejectRemedy::GiveUp => {
+                        warn!(server = %s.addr, code = code.to_u16(), %reason, "the observer link was rejected");
                         s.eye = Eye::Unavailable;
                     }
+                    // A rejoin wait, or the server went away: back off and come back.
                     _ => {
                         s.eye_attempts += 1;
                         let wait = backoff(s.eye_attempts, self.config.max_backoff);
@@ -975,6 +991,9 @@ impl BotHost {
             b.attempts = 0;
         }
         b.joined_at = None;
+        if !matches!(b.state, BotState::Stopped(_)) {
+            b.stopped_by = end.clone();
+        }
         let (state, event) = match (&b.state, end) {
             (BotState::Stopped(r), _) => (BotState::Stopped(r.clone()), None),
             (BotState::Yielded, _) => (BotState::Yielded, None),
@@ -984,24 +1003,17 @@ impl BotHost {
                     if reason.is_empty() { "kicked by the server".to_string() } else { format!("kicked: {reason}") };
                 (BotState::Stopped(why.clone()), Some(BotEvent::Stopped { reason: why }))
             }
-            (_, Some(SessionEnd::Rejected { code: 6 | 7, reason })) if b.renames < 20 => {
+            (_, Some(SessionEnd::Rejected { code, reason }))
+                if code.remedy() == RejectRemedy::Rename && b.renames < 20 =>
+            {
                 b.renames += 1;
                 b.callsign = format!("{}{}", b.config.callsign, b.renames + 1);
                 b.wait_until = at + Duration::from_millis(300);
                 let why = format!("callsign taken ({reason}); trying {}", b.callsign);
                 (BotState::Waiting, Some(BotEvent::Disconnected { reason: why, retry_in: Some(0.3) }))
             }
-            (_, Some(e @ (SessionEnd::Rejected { code: 4 | 5 | 8, .. } | SessionEnd::ServerFull)))
-            | (
-                _,
-                Some(
-                    e @ (SessionEnd::ConnectFailed(_)
-                    | SessionEnd::Shutdown
-                    | SessionEnd::ServerClosed { .. }
-                    | SessionEnd::Timeout { .. }
-                    | SessionEnd::Protocol(_)),
-                ),
-            ) if reconnect => {
+            // The server went away or had no room: back off and come back.
+            (_, Some(e)) if reconnect && comes_back(&e) => {
                 let wait = backoff(b.attempts, max_backoff);
                 b.wait_until = at + wait;
                 let event = BotEvent::Disconnected { reason: e.to_string(), retry_in: Some(wait.as_secs_f32()) };
@@ -1010,6 +1022,9 @@ impl BotHost {
             (_, Some(e)) => (BotState::Stopped(e.to_string()), Some(BotEvent::Stopped { reason: e.to_string() })),
             (_, None) => (BotState::Stopped("the connection ended".into()), None),
         };
+        if !matches!(state, BotState::Stopped(_)) {
+            b.stopped_by = None;
+        }
         b.state = state;
         if let Some(e) = event {
             self.push_bot(k, at, e);
@@ -1306,6 +1321,22 @@ fn auto_team_room(info: &crate::bzflag::msg::QueryGameInfo) -> Option<u32> {
 }
 
 /// 1 s doubling per attempt, at most `max`.
+/// Whether a bot whose session ended this way joins again after a back-off (with [`HostConfig::reconnect`]): when
+/// the server went away, stalled or broke the stream, or had no room or wants a rejoin wait
+/// ([`RejectRemedy::Wait`]); not after a kick or a reject that waiting cannot cure.
+fn comes_back(end: &SessionEnd) -> bool {
+    match end {
+        SessionEnd::Rejected { code, .. } => code.remedy() == RejectRemedy::Wait,
+        SessionEnd::ServerFull
+        | SessionEnd::ConnectFailed(_)
+        | SessionEnd::Shutdown
+        | SessionEnd::ServerClosed { .. }
+        | SessionEnd::Timeout { .. }
+        | SessionEnd::Protocol(_) => true,
+        SessionEnd::Left | SessionEnd::Kicked { .. } => false,
+    }
+}
+
 fn backoff(attempts: u32, max: Duration) -> Duration {
     let secs = 1u64 << attempts.saturating_sub(1).min(16);
     Duration::from_secs(secs).min(max)

@@ -572,23 +572,167 @@ pub fn flag_name(abbv: &str) -> Option<&'static str> {
     })
 }
 
-/// Reject codes (`MsgReject`).
-pub fn reject_name(code: u16) -> &'static str {
-    match code {
-        0 => "bad request",
-        1 => "bad team",
-        2 => "bad player type",
-        3 => "bad motto",
-        4 => "team full",
-        5 => "server full",
-        6 => "bad callsign",
-        7 => "callsign in use",
-        8 => "rejoin wait time",
-        9 => "IP banned",
-        10 => "host banned",
-        11 => "ID banned",
-        _ => "unknown reason",
+/// The reason code of a `MsgReject` (BZFlag's `RejectCode`, `Protocol.h`). Codes this crate does not know stay
+/// representable as [`RejectCode::Other`], so a message round-trips byte for byte.
+///
+/// What a client should do about a reject is decided once, here: see [`RejectCode::remedy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectCode {
+    /// 0, `RejectBadRequest`: a malformed join, or a plugin's `bz_eAllowPlayer` said no.
+    BadRequest,
+    /// 1, `RejectBadTeam`: no such team, or the team is not allowed.
+    BadTeam,
+    /// 2, `RejectBadType`: not a tank or a robot (or a robot asked to observe).
+    BadType,
+    /// 3, `RejectBadMotto` (`RejectBadEmail` before 2.4).
+    BadMotto,
+    /// 4, `RejectTeamFull`.
+    TeamFull,
+    /// 5, `RejectServerFull`.
+    ServerFull,
+    /// 6, `RejectBadCallsign`: an invalid callsign, or a registered one without its token.
+    BadCallsign,
+    /// 7, `RejectRepeatCallsign`: the callsign is in use.
+    RepeatCallsign,
+    /// 8, `RejectRejoinWaitTime`: rejoining too soon after leaving.
+    RejoinWaitTime,
+    /// 9, `RejectIPBanned` (also what a `REFUSED:` hello is reported as).
+    IpBanned,
+    /// 10, `RejectHostBanned`.
+    HostBanned,
+    /// 11, `RejectIDBanned`.
+    IdBanned,
+    /// A code this crate does not know.
+    Other(u16),
+}
+
+/// What a client can do about a [`RejectCode`] ([`RejectCode::remedy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectRemedy {
+    /// Join again at once under another callsign (the callsign is taken or refused).
+    Rename,
+    /// Join again later, unchanged (a full team or server, a rejoin wait).
+    Wait,
+    /// Joining again will be refused again (a ban, a bad request, team or type).
+    GiveUp,
+}
+
+impl RejectCode {
+    /// The code for a wire value.
+    pub fn from_u16(code: u16) -> RejectCode {
+        use RejectCode::*;
+        match code {
+            0 => BadRequest,
+            1 => BadTeam,
+            2 => BadType,
+            3 => BadMotto,
+            4 => TeamFull,
+            5 => ServerFull,
+            6 => BadCallsign,
+            7 => RepeatCallsign,
+            8 => RejoinWaitTime,
+            9 => IpBanned,
+            10 => HostBanned,
+            11 => IdBanned,
+            other => Other(other),
+        }
     }
+
+    /// The wire value.
+    pub fn to_u16(self) -> u16 {
+        use RejectCode::*;
+        match self {
+            BadRequest => 0,
+            BadTeam => 1,
+            BadType => 2,
+            BadMotto => 3,
+            TeamFull => 4,
+            ServerFull => 5,
+            BadCallsign => 6,
+            RepeatCallsign => 7,
+            RejoinWaitTime => 8,
+            IpBanned => 9,
+            HostBanned => 10,
+            IdBanned => 11,
+            Other(code) => code,
+        }
+    }
+
+    /// A few words for the code ("callsign in use"; "unknown reason" for [`RejectCode::Other`]).
+    pub fn name(self) -> &'static str {
+        use RejectCode::*;
+        match self {
+            BadRequest => "bad request",
+            BadTeam => "bad team",
+            BadType => "bad player type",
+            BadMotto => "bad motto",
+            TeamFull => "team full",
+            ServerFull => "server full",
+            BadCallsign => "bad callsign",
+            RepeatCallsign => "callsign in use",
+            RejoinWaitTime => "rejoin wait time",
+            IpBanned => "IP banned",
+            HostBanned => "host banned",
+            IdBanned => "ID banned",
+            Other(_) => "unknown reason",
+        }
+    }
+
+    /// What to do about it: rename on a callsign problem (in use, or refused, which is how bzfs answers a
+    /// registered callsign without its token); wait and join again when there is no room (team or server full)
+    /// or the server wants a rejoin wait; give up otherwise (bans, bad requests, team or type, unknown codes).
+    /// The bots and their observer link both follow this.
+    pub fn remedy(self) -> RejectRemedy {
+        use RejectCode::*;
+        match self {
+            BadCallsign | RepeatCallsign => RejectRemedy::Rename,
+            TeamFull | ServerFull | RejoinWaitTime => RejectRemedy::Wait,
+            BadRequest | BadTeam | BadType | BadMotto | IpBanned | HostBanned | IdBanned | Other(_) => {
+                RejectRemedy::GiveUp
+            }
+        }
+    }
+
+    /// True when joining again can succeed (after a rename or a wait; see [`RejectCode::remedy`]).
+    pub fn is_retryable(self) -> bool {
+        self.remedy() != RejectRemedy::GiveUp
+    }
+
+    /// True when the server has no room for us (team or server full).
+    pub fn is_full(self) -> bool {
+        matches!(self, RejectCode::TeamFull | RejectCode::ServerFull)
+    }
+}
+
+impl From<u16> for RejectCode {
+    fn from(code: u16) -> Self {
+        RejectCode::from_u16(code)
+    }
+}
+
+impl From<RejectCode> for u16 {
+    fn from(code: RejectCode) -> Self {
+        code.to_u16()
+    }
+}
+
+impl std::fmt::Display for RejectCode {
+    /// The name and the number: "callsign in use, code 7".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, code {}", self.name(), self.to_u16())
+    }
+}
+
+/// JSON keeps the number.
+impl serde::Serialize for RejectCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u16(self.to_u16())
+    }
+}
+
+/// The name of a reject code ([`RejectCode::name`] of the wire value).
+pub fn reject_name(code: u16) -> &'static str {
+    RejectCode::from_u16(code).name()
 }
 
 /// Kill reasons (`MsgKilled`).

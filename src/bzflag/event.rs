@@ -2,7 +2,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::consts::{FlagStatus, PlayerStatus, PlayerType, Team};
+use super::consts::{FlagStatus, PlayerStatus, PlayerType, RejectCode, Team};
 use super::msg::{Abbv, FiringInfo, FlagInfo, GameSettings, PlayerUpdate, QueryGameInfo, TeamInfo};
 
 /// A flag as reported in events.
@@ -89,8 +89,8 @@ pub enum Event {
     },
     /// The join was refused.
     Reject {
-        /// Code.
-        code: u16,
+        /// Code (a number in JSON).
+        code: RejectCode,
         /// The server's reason.
         reason: String,
     },

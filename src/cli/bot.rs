@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use bzhead::bot::{brains, BotConfig, BotEvent, BotHost, BotId, BotState, HostConfig, HostEvent};
 use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
+use bzhead::bzflag::session::SessionEnd;
 use bzhead::observer::{format_t, json_line, text_line, Filter};
 
 use super::exit::{CONNECT, KICKED, OK, PROTOCOL, REJECTED, USAGE};
@@ -170,7 +171,9 @@ fn all_stopped(host: &BotHost) -> Option<(u8, String)> {
             _ => None,
         })
         .collect();
-    let code = if reasons.iter().any(|r| r.starts_with("kicked")) { KICKED } else { REJECTED };
+    let kicked =
+        ids.iter().any(|b| matches!(host.status(*b).and_then(|s| s.stopped_by), Some(SessionEnd::Kicked { .. })));
+    let code = if kicked { KICKED } else { REJECTED };
     Some((code, reasons.first().cloned().unwrap_or_default()))
 }
 

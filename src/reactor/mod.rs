@@ -35,7 +35,7 @@ use slab::Slab;
 use tracing::{debug, warn};
 
 use crate::bzflag::event::Event;
-use crate::bzflag::session::{Channel, Session, SessionConfig, WorldRequest};
+use crate::bzflag::session::{Channel, ConnectError, Session, SessionConfig, WorldRequest};
 use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
@@ -471,8 +471,8 @@ impl Reactor {
             }
             if c.connect_deadline.is_some_and(|d| d <= now) && !c.connected {
                 c.connect_deadline = None;
-                c.session
-                    .handle_connect_failed(now, format!("no answer from {} within {:?}", c.server, CONNECT_TIMEOUT));
+                let why = ConnectError::TimedOut { server: c.server, after: CONNECT_TIMEOUT };
+                c.session.handle_connect_failed(now, why);
                 if let Some(r) = &mut c.recorder {
                     r.record(Kind::ConnectFailed, now, b"timed out");
                 }
@@ -887,9 +887,9 @@ impl Reactor {
 }
 
 fn fail_connect(c: &mut Conn, now: Instant, e: &io::Error) {
-    let why = format!("{}: {e}", c.server);
+    let why = ConnectError::from_io(c.server, e);
     if let Some(r) = &mut c.recorder {
-        r.record(Kind::ConnectFailed, now, why.as_bytes());
+        r.record(Kind::ConnectFailed, now, why.to_string().as_bytes());
     }
     c.connect_deadline = None;
     c.session.handle_connect_failed(now, why);

@@ -233,10 +233,10 @@ impl Reactor {
             Event::Closed { .. } if !owner.answered => {
                 owner.answered = true;
                 let err = match c.session.end() {
-                    Some(SessionEnd::ConnectFailed(why)) if why.contains("no answer") => {
-                        QueryError::new(ErrorKind::Timeout, why.clone())
+                    Some(SessionEnd::ConnectFailed(why)) if why.is_timeout() => {
+                        QueryError::new(ErrorKind::Timeout, why.to_string())
                     }
-                    Some(SessionEnd::ConnectFailed(why)) => QueryError::new(ErrorKind::Refused, why.clone()),
+                    Some(SessionEnd::ConnectFailed(why)) => QueryError::new(ErrorKind::Refused, why.to_string()),
                     Some(e @ SessionEnd::Timeout { .. }) => QueryError::new(ErrorKind::Timeout, e.to_string()),
                     Some(e @ SessionEnd::Protocol(_)) => QueryError::new(ErrorKind::Malformed, e.to_string()),
                     Some(e @ (SessionEnd::Rejected { .. } | SessionEnd::ServerFull | SessionEnd::Kicked { .. })) => {

@@ -157,3 +157,48 @@ fn bots_come_back_after_bzfs_is_stopped_with_sigterm_and_started_again() {
     host.leave_all();
     let _ = host.run_until(Instant::now() + Duration::from_secs(5));
 }
+
+/// The callsign in a `MsgEnter` body (after the u16 type and team, 32 bytes, NUL-padded).
+fn enter_callsign(body: &[u8]) -> String {
+    let field = body.get(4..36).unwrap_or_default();
+    let end = field.iter().position(|b| *b == 0).unwrap_or(field.len());
+    String::from_utf8_lossy(&field[..end]).into_owned()
+}
+
+#[test]
+fn an_observer_link_refused_for_its_callsign_comes_back_under_another() {
+    use crate::support::standin::{hello, reject, Conn};
+    // A server that refuses the first join for its callsign (RejectBadCallsign, code 6, as bzfs answers a
+    // registered callsign without its token) and reports the callsign of the next one.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let world = b"any bytes: the world is only checked against its hash before the join".to_vec();
+        for (n, stream) in listener.incoming().take(2).enumerate() {
+            let Ok(stream) = stream else { return };
+            let mut c = Conn::from_stream(stream);
+            let enter = if c.read_header() && c.send(&hello(1)) { c.serve_join(&world) } else { None };
+            let _ = tx.send(enter.map(|b| enter_callsign(&b)));
+            if n == 0 {
+                c.send(&reject(6, "This callsign is registered."));
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    let config = BotConfig { callsign: "sitter".into(), ..BotConfig::default() };
+    host.add_bot(addr, config, brains::by_name("sitter", 1).expect("sitter"));
+    let eye = host.config().eye_callsign.clone();
+    let mut callsigns = Vec::new();
+    let start = Instant::now();
+    while callsigns.len() < 2 && start.elapsed() < Duration::from_secs(20) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while host.poll_event().is_some() {}
+        while let Ok(c) = rx.try_recv() {
+            callsigns.push(c);
+        }
+    }
+    // Before RejectCode::remedy, the link gave up on code 6 and the bot joined on its own instead.
+    assert_eq!(callsigns, [Some(eye.clone()), Some(format!("{eye}2"))]);
+}

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use bzhead::bot::BotEvent;
-use bzhead::bzflag::consts::{FlagStatus, PlayerStatus, PlayerType, Team};
+use bzhead::bzflag::consts::{FlagStatus, PlayerStatus, PlayerType, RejectCode, Team};
 use bzhead::bzflag::event::{Event, FlagEvent, QueryPlayer};
 use bzhead::bzflag::msg::{Abbv, FiringInfo, GameSettings, PlayerUpdate, QueryGameInfo, TeamInfo};
 use bzhead::bzflag::netstats::{DrError, PlayerNet};
@@ -283,7 +283,7 @@ fn one_event_of_each_kind() -> Vec<Event> {
         Event::CacheUrl { url: s("http://example.invalid/world.bwc") },
         Event::World { hash: s("a4f58da93d7bf49df9ef31cee06c2c59"), bytes: 368, cached: true },
         Event::Accept { id: 1 },
-        Event::Reject { code: 4, reason: s("The callsign specified is already in use.") },
+        Event::Reject { code: RejectCode::TeamFull, reason: s("The callsign specified is already in use.") },
         Event::SetVar { count: 2, vars: vec![(s("_gravity"), s("-9.8"))] },
         Event::Team(team),
         Event::Join {

@@ -13,7 +13,7 @@ mod server;
 mod types;
 
 pub use client::ClientMsg;
-pub use server::ServerMsg;
+pub use server::{AdminEntry, ScoreEntry, ServerMsg};
 pub use types::*;
 
 use super::consts::{code_name, MAX_PACKET_LEN, MAX_PAYLOAD_LEN};

@@ -2,7 +2,7 @@
 
 use super::types::*;
 use super::Message;
-use crate::bzflag::consts::{code as c, PlayerType, Team, MESSAGE_LEN, REJECT_REASON_LEN};
+use crate::bzflag::consts::{code as c, PlayerType, RejectCode, Team, MESSAGE_LEN, REJECT_REASON_LEN};
 use crate::wire::{DecodeError, DecodeErrorKind, Reader, Writer};
 
 /// An entry of `MsgAdminInfo`.
@@ -41,7 +41,7 @@ pub enum ServerMsg {
     /// `MsgReject`: the join was refused.
     Reject {
         /// Reject code (§6).
-        code: u16,
+        code: RejectCode,
         /// The server's reason text.
         reason: String,
     },
@@ -421,30 +421,12 @@ impl Message for ServerMsg {
                 w.u8(*id);
             }
             Reject { code, reason } => {
-                w.u16(*code).fixed_str(reason, REJECT_REASON_LEN);
+                w.u16(code.to_u16()).fixed_str(reason, REJECT_REASON_LEN);
             }
             SuperKill | UdpLinkRequest | UdpLinkEstablished => {}
-            SetVar { vars } => {
-                w.u16(vars.len() as u16);
-                for (n, v) in vars {
-                    let n = &n.as_bytes()[..n.len().min(255)];
-                    let v = &v.as_bytes()[..v.len().min(255)];
-                    w.u8(n.len() as u8).bytes(n).u8(v.len() as u8).bytes(v);
-                }
-            }
-            TeamUpdate { teams } => {
-                w.u8(teams.len() as u8);
-                for t in teams {
-                    w.u16(t.team.to_u16()).u16(t.size).u16(t.wins).u16(t.losses);
-                }
-            }
-            FlagUpdate { flags } => {
-                w.u16(flags.len() as u16);
-                for (i, f) in flags {
-                    w.u16(*i);
-                    f.write(w);
-                }
-            }
+            SetVar { vars } => write_vars(w, vars),
+            TeamUpdate { teams } => write_teams(w, teams),
+            FlagUpdate { flags } => write_flag_updates(w, flags),
             AddPlayer { id, player_type, team, wins, losses, team_kills, callsign, motto } => {
                 w.u8(*id).u16(player_type.to_u16()).u16(team.to_u16()).u16(*wins).u16(*losses).u16(*team_kills);
                 w.fixed_str(callsign, crate::bzflag::consts::CALLSIGN_LEN)
@@ -453,30 +435,10 @@ impl Message for ServerMsg {
             RemovePlayer { id } => {
                 w.u8(*id);
             }
-            PlayerInfo { players } => {
-                w.u8(players.len() as u8);
-                for (id, bits) in players {
-                    w.u8(*id).u8(*bits);
-                }
-            }
-            AdminInfo { players } => {
-                w.u8(players.len() as u8);
-                for p in players {
-                    w.u8((p.addr.len() + 1).min(255) as u8).u8(p.id).u8(p.ip_version).bytes(&p.addr);
-                }
-            }
-            Score { scores } => {
-                w.u8(scores.len() as u8);
-                for s in scores {
-                    w.u8(s.id).u16(s.wins).u16(s.losses).u16(s.team_kills);
-                }
-            }
-            Handicap { players } => {
-                w.u8(players.len() as u8);
-                for (id, h) in players {
-                    w.u8(*id).i16(*h);
-                }
-            }
+            PlayerInfo { players } => write_player_info(w, players),
+            AdminInfo { players } => write_admin_info(w, players),
+            Score { scores } => write_scores(w, scores),
+            Handicap { players } => write_handicaps(w, players),
             ScoreOver { player, team } => {
                 w.u8(*player).u16(team.to_u16());
             }
@@ -561,12 +523,7 @@ impl Message for ServerMsg {
             QueryPlayers { num_teams, num_players } => {
                 w.u16(*num_teams).u16(*num_players);
             }
-            FetchResources { items } => {
-                w.u16(items.len() as u16);
-                for (t, url) in items {
-                    w.u16(*t).u16(url.len() as u16).bytes(url.as_bytes());
-                }
-            }
+            FetchResources { items } => write_resources(w, items),
             CustomSound { kind, name } => {
                 w.u16(*kind).u16(name.len() as u16).bytes(name.as_bytes());
             }
@@ -585,49 +542,15 @@ fn parse_inner(code: u16, r: &mut Reader<'_>) -> Result<ServerMsg, DecodeError> 
     Ok(match code {
         c::ACCEPT => M::Accept { id: r.u8()? },
         c::REJECT => {
-            let code = r.u16()?;
+            let code = RejectCode::from_u16(r.u16()?);
             // The server pads to 128 bytes; accept a shorter reason text too.
             let reason = crate::wire::reader_cstr(r.take_rest());
             M::Reject { code, reason }
         }
         c::SUPER_KILL => M::SuperKill,
-        c::SET_VAR => {
-            let n = r.u16()?;
-            let n = r.count("variable count", n as u64, 2)?;
-            let mut vars = Vec::with_capacity(n);
-            for _ in 0..n {
-                let nl = r.u8()? as usize;
-                let name = String::from_utf8_lossy(r.take(nl)?).into_owned();
-                let vl = r.u8()? as usize;
-                let value = String::from_utf8_lossy(r.take(vl)?).into_owned();
-                vars.push((name, value));
-            }
-            M::SetVar { vars }
-        }
-        c::TEAM_UPDATE => {
-            let n = r.u8()?;
-            let n = r.count("team count", n as u64, 8)?;
-            let mut teams = Vec::with_capacity(n);
-            for _ in 0..n {
-                teams.push(TeamInfo {
-                    team: Team::from_u16(r.u16()?),
-                    size: r.u16()?,
-                    wins: r.u16()?,
-                    losses: r.u16()?,
-                });
-            }
-            M::TeamUpdate { teams }
-        }
-        c::FLAG_UPDATE => {
-            let n = r.u16()?;
-            let n = r.count("flag count", n as u64, 57)?;
-            let mut flags = Vec::with_capacity(n);
-            for _ in 0..n {
-                let i = r.u16()?;
-                flags.push((i, FlagInfo::read(r)?));
-            }
-            M::FlagUpdate { flags }
-        }
+        c::SET_VAR => M::SetVar { vars: read_vars(r)? },
+        c::TEAM_UPDATE => M::TeamUpdate { teams: read_teams(r)? },
+        c::FLAG_UPDATE => M::FlagUpdate { flags: read_flag_updates(r)? },
         c::ADD_PLAYER => M::AddPlayer {
             id: r.u8()?,
             player_type: PlayerType::from_u16(r.u16()?),
@@ -639,49 +562,10 @@ fn parse_inner(code: u16, r: &mut Reader<'_>) -> Result<ServerMsg, DecodeError> 
             motto: r.fixed_str(crate::bzflag::consts::MOTTO_LEN)?,
         },
         c::REMOVE_PLAYER => M::RemovePlayer { id: r.u8()? },
-        c::PLAYER_INFO => {
-            let n = r.u8()?;
-            let n = r.count("player count", n as u64, 2)?;
-            let mut players = Vec::with_capacity(n);
-            for _ in 0..n {
-                players.push((r.u8()?, r.u8()?));
-            }
-            M::PlayerInfo { players }
-        }
-        c::ADMIN_INFO => {
-            let n = r.u8()?;
-            let n = r.count("player count", n as u64, 3)?;
-            let mut players = Vec::with_capacity(n);
-            for _ in 0..n {
-                let len = r.u8()? as usize;
-                if len < 1 {
-                    return Err(r.error(DecodeErrorKind::BadValue { field: "entry length", value: len as i64 }));
-                }
-                let id = r.u8()?;
-                let ip_version = r.u8()?;
-                let addr = r.take(len - 1)?.to_vec();
-                players.push(AdminEntry { id, ip_version, addr });
-            }
-            M::AdminInfo { players }
-        }
-        c::SCORE => {
-            let n = r.u8()?;
-            let n = r.count("score count", n as u64, 7)?;
-            let mut scores = Vec::with_capacity(n);
-            for _ in 0..n {
-                scores.push(ScoreEntry { id: r.u8()?, wins: r.u16()?, losses: r.u16()?, team_kills: r.u16()? });
-            }
-            M::Score { scores }
-        }
-        c::HANDICAP => {
-            let n = r.u8()?;
-            let n = r.count("handicap count", n as u64, 3)?;
-            let mut players = Vec::with_capacity(n);
-            for _ in 0..n {
-                players.push((r.u8()?, r.i16()?));
-            }
-            M::Handicap { players }
-        }
+        c::PLAYER_INFO => M::PlayerInfo { players: read_player_info(r)? },
+        c::ADMIN_INFO => M::AdminInfo { players: read_admin_info(r)? },
+        c::SCORE => M::Score { scores: read_scores(r)? },
+        c::HANDICAP => M::Handicap { players: read_handicaps(r)? },
         c::SCORE_OVER => M::ScoreOver { player: r.u8()?, team: Team::from_u16(r.u16()?) },
         c::TIME_UPDATE => M::TimeUpdate { seconds: r.i32()? },
         c::GAME_TIME => {
@@ -746,17 +630,7 @@ fn parse_inner(code: u16, r: &mut Reader<'_>) -> Result<ServerMsg, DecodeError> 
         c::GM_UPDATE => M::GmUpdate { shot: ShotUpdate::read(r)?, target: r.u8()? },
         c::QUERY_GAME => M::QueryGame(QueryGameInfo::read(r)?),
         c::QUERY_PLAYERS => M::QueryPlayers { num_teams: r.u16()?, num_players: r.u16()? },
-        c::FETCH_RESOURCES => {
-            let n = r.u16()?;
-            let n = r.count("resource count", n as u64, 4)?;
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..n {
-                let t = r.u16()?;
-                let l = r.u16()? as usize;
-                items.push((t, String::from_utf8_lossy(r.take(l)?).into_owned()));
-            }
-            M::FetchResources { items }
-        }
+        c::FETCH_RESOURCES => M::FetchResources { items: read_resources(r)? },
         c::CUSTOM_SOUND => {
             let kind = r.u16()?;
             let l = r.u16()? as usize;
@@ -768,4 +642,159 @@ fn parse_inner(code: u16, r: &mut Reader<'_>) -> Result<ServerMsg, DecodeError> 
         }
         _ => M::Unknown { code, body: r.take_rest().to_vec() },
     })
+}
+
+// ---- the messages that carry a counted list: each list's reader and writer
+
+fn read_vars(r: &mut Reader<'_>) -> Result<Vec<(String, String)>, DecodeError> {
+    let n = r.u16()?;
+    let n = r.count("variable count", n as u64, 2)?;
+    let mut vars = Vec::with_capacity(n);
+    for _ in 0..n {
+        let nl = r.u8()? as usize;
+        let name = String::from_utf8_lossy(r.take(nl)?).into_owned();
+        let vl = r.u8()? as usize;
+        let value = String::from_utf8_lossy(r.take(vl)?).into_owned();
+        vars.push((name, value));
+    }
+    Ok(vars)
+}
+
+fn write_vars(w: &mut Writer, vars: &[(String, String)]) {
+    w.u16(vars.len() as u16);
+    for (n, v) in vars {
+        let n = &n.as_bytes()[..n.len().min(255)];
+        let v = &v.as_bytes()[..v.len().min(255)];
+        w.u8(n.len() as u8).bytes(n).u8(v.len() as u8).bytes(v);
+    }
+}
+
+fn read_teams(r: &mut Reader<'_>) -> Result<Vec<TeamInfo>, DecodeError> {
+    let n = r.u8()?;
+    let n = r.count("team count", n as u64, 8)?;
+    let mut teams = Vec::with_capacity(n);
+    for _ in 0..n {
+        teams.push(TeamInfo { team: Team::from_u16(r.u16()?), size: r.u16()?, wins: r.u16()?, losses: r.u16()? });
+    }
+    Ok(teams)
+}
+
+fn write_teams(w: &mut Writer, teams: &[TeamInfo]) {
+    w.u8(teams.len() as u8);
+    for t in teams {
+        w.u16(t.team.to_u16()).u16(t.size).u16(t.wins).u16(t.losses);
+    }
+}
+
+fn read_flag_updates(r: &mut Reader<'_>) -> Result<Vec<(u16, FlagInfo)>, DecodeError> {
+    let n = r.u16()?;
+    let n = r.count("flag count", n as u64, 57)?;
+    let mut flags = Vec::with_capacity(n);
+    for _ in 0..n {
+        let i = r.u16()?;
+        flags.push((i, FlagInfo::read(r)?));
+    }
+    Ok(flags)
+}
+
+fn write_flag_updates(w: &mut Writer, flags: &[(u16, FlagInfo)]) {
+    w.u16(flags.len() as u16);
+    for (i, f) in flags {
+        w.u16(*i);
+        f.write(w);
+    }
+}
+
+fn read_player_info(r: &mut Reader<'_>) -> Result<Vec<(u8, u8)>, DecodeError> {
+    let n = r.u8()?;
+    let n = r.count("player count", n as u64, 2)?;
+    let mut players = Vec::with_capacity(n);
+    for _ in 0..n {
+        players.push((r.u8()?, r.u8()?));
+    }
+    Ok(players)
+}
+
+fn write_player_info(w: &mut Writer, players: &[(u8, u8)]) {
+    w.u8(players.len() as u8);
+    for (id, bits) in players {
+        w.u8(*id).u8(*bits);
+    }
+}
+
+fn read_admin_info(r: &mut Reader<'_>) -> Result<Vec<AdminEntry>, DecodeError> {
+    let n = r.u8()?;
+    let n = r.count("player count", n as u64, 3)?;
+    let mut players = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.u8()? as usize;
+        if len < 1 {
+            return Err(r.error(DecodeErrorKind::BadValue { field: "entry length", value: len as i64 }));
+        }
+        let id = r.u8()?;
+        let ip_version = r.u8()?;
+        let addr = r.take(len - 1)?.to_vec();
+        players.push(AdminEntry { id, ip_version, addr });
+    }
+    Ok(players)
+}
+
+fn write_admin_info(w: &mut Writer, players: &[AdminEntry]) {
+    w.u8(players.len() as u8);
+    for p in players {
+        w.u8((p.addr.len() + 1).min(255) as u8).u8(p.id).u8(p.ip_version).bytes(&p.addr);
+    }
+}
+
+fn read_scores(r: &mut Reader<'_>) -> Result<Vec<ScoreEntry>, DecodeError> {
+    let n = r.u8()?;
+    let n = r.count("score count", n as u64, 7)?;
+    let mut scores = Vec::with_capacity(n);
+    for _ in 0..n {
+        scores.push(ScoreEntry { id: r.u8()?, wins: r.u16()?, losses: r.u16()?, team_kills: r.u16()? });
+    }
+    Ok(scores)
+}
+
+fn write_scores(w: &mut Writer, scores: &[ScoreEntry]) {
+    w.u8(scores.len() as u8);
+    for s in scores {
+        w.u8(s.id).u16(s.wins).u16(s.losses).u16(s.team_kills);
+    }
+}
+
+fn read_handicaps(r: &mut Reader<'_>) -> Result<Vec<(u8, i16)>, DecodeError> {
+    let n = r.u8()?;
+    let n = r.count("handicap count", n as u64, 3)?;
+    let mut players = Vec::with_capacity(n);
+    for _ in 0..n {
+        players.push((r.u8()?, r.i16()?));
+    }
+    Ok(players)
+}
+
+fn write_handicaps(w: &mut Writer, players: &[(u8, i16)]) {
+    w.u8(players.len() as u8);
+    for (id, h) in players {
+        w.u8(*id).i16(*h);
+    }
+}
+
+fn read_resources(r: &mut Reader<'_>) -> Result<Vec<(u16, String)>, DecodeError> {
+    let n = r.u16()?;
+    let n = r.count("resource count", n as u64, 4)?;
+    let mut items = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = r.u16()?;
+        let l = r.u16()? as usize;
+        items.push((t, String::from_utf8_lossy(r.take(l)?).into_owned()));
+    }
+    Ok(items)
+}
+
+fn write_resources(w: &mut Writer, items: &[(u16, String)]) {
+    w.u16(items.len() as u16);
+    for (t, url) in items {
+        w.u16(*t).u16(url.len() as u16).bytes(url.as_bytes());
+    }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::bzflag::consts::{code, FlagStatus, PlayerStatus, PlayerType, Team};
+use crate::bzflag::consts::{code, FlagStatus, PlayerStatus, PlayerType, RejectCode, Team};
 use crate::wire::DecodeErrorKind;
 
 fn flag() -> FlagInfo {
@@ -53,18 +53,30 @@ fn shot_update() -> ShotUpdate {
     ShotUpdate { shooter: 253, shot_id: 4, pos: [1.0, 2.0, 3.0], vel: [4.0, 5.0, 6.0], dt: 0.25, team: Team::Rogue }
 }
 
+/// A world cache's address (`MsgCacheURL`).
+const WORLD_URL: &str = "http://example.invalid/world.bwc";
+/// A resource's address (`MsgFetchResources`).
+const RESOURCE_URL: &str = "http://x.invalid/a.png";
+
+/// One of every message a server sends (of every form, for the messages that have several), in code groups.
 pub(crate) fn all_server_msgs() -> Vec<ServerMsg> {
+    [join_msgs(), roster_msgs(), world_msgs(), play_msgs()].concat()
+}
+
+/// The join's answers.
+fn join_msgs() -> Vec<ServerMsg> {
     use ServerMsg as M;
-    let all = PlayerStatus::ALIVE
-        | PlayerStatus::FALLING
-        | PlayerStatus::JUMP_JETS
-        | PlayerStatus::ON_DRIVER
-        | PlayerStatus::USER_INPUTS
-        | PlayerStatus::PLAY_SOUND;
     vec![
         M::Accept { id: 7 },
-        M::Reject { code: 7, reason: "The callsign specified is already in use.".into() },
+        M::Reject { code: RejectCode::RepeatCallsign, reason: "The callsign specified is already in use.".into() },
         M::SuperKill,
+    ]
+}
+
+/// The roster: variables, teams, flags, players, scores and the clock.
+fn roster_msgs() -> Vec<ServerMsg> {
+    use ServerMsg as M;
+    vec![
         M::SetVar {
             vars: vec![("_tankSpeed".into(), "25.0".into()), ("_reloadTime".into(), "_shotRange / _shotSpeed".into())],
         },
@@ -93,6 +105,13 @@ pub(crate) fn all_server_msgs() -> Vec<ServerMsg> {
         M::ScoreOver { player: 255, team: Team::Red },
         M::TimeUpdate { seconds: -1 },
         M::GameTime { usec: 1_795_301_902_953_719 },
+    ]
+}
+
+/// Settings, the world, and flag types.
+fn world_msgs() -> Vec<ServerMsg> {
+    use ServerMsg as M;
+    vec![
         M::GameSettings(GameSettings {
             world_size: 800.0,
             game_type: 1,
@@ -107,10 +126,23 @@ pub(crate) fn all_server_msgs() -> Vec<ServerMsg> {
             sync_time: 0,
         }),
         M::WantWHash { kind: b't', hash: "a4f58da93d7bf49df9ef31cee06c2c59".into() },
-        M::CacheUrl { url: "http://example.invalid/world.bwc".into() },
+        M::CacheUrl { url: WORLD_URL.into() },
         M::GetWorld { bytes_left: 2127, data: vec![1, 2, 3, 4, 5] },
         M::NegotiateFlags { missing: vec![Abbv::new("XX"), Abbv::new("Y")] },
         M::FlagType { abbv: Abbv::new("CF"), quality: 0, shot_type: 1, name: "Custom".into(), help: "help".into() },
+    ]
+}
+
+/// Play: spawns, kills, flags, moves, shots, chat, queries and the rest.
+fn play_msgs() -> Vec<ServerMsg> {
+    use ServerMsg as M;
+    let all = PlayerStatus::ALIVE
+        | PlayerStatus::FALLING
+        | PlayerStatus::JUMP_JETS
+        | PlayerStatus::ON_DRIVER
+        | PlayerStatus::USER_INPUTS
+        | PlayerStatus::PLAY_SOUND;
+    vec![
         M::Alive { id: 1, pos: [-362.081, 7.157, 0.0], azimuth: 0.158 },
         M::Killed { victim: 1, killer: 2, reason: 1, shot_id: 256, flag: Abbv::NONE, phydrv: None },
         M::Killed { victim: 1, killer: 1, reason: 0x7064, shot_id: -1, flag: Abbv::NONE, phydrv: Some(3) },
@@ -142,7 +174,7 @@ pub(crate) fn all_server_msgs() -> Vec<ServerMsg> {
             ..Default::default()
         }),
         M::QueryPlayers { num_teams: 8, num_players: 0 },
-        M::FetchResources { items: vec![(0, "http://x.invalid/a.png".into())] },
+        M::FetchResources { items: vec![(0, RESOURCE_URL.into())] },
         M::CustomSound { kind: 1, name: "boom".into() },
         M::ReplayReset { last_player: 3 },
         M::Reserved { code: code::LAG_STATE, body: vec![1, 2] },

@@ -24,12 +24,16 @@ use md5::{Digest, Md5};
 use tracing::{debug, trace};
 
 use super::consts::{
-    code, player, PlayerStatus, PlayerType, Team, CLIENT_HEADER, KNOWN_FLAGS, MAX_UDP_PACKET_LEN, SERVER_VERSION,
+    code, player, PlayerStatus, PlayerType, RejectCode, Team, CLIENT_HEADER, KNOWN_FLAGS, MAX_UDP_PACKET_LEN,
+    SERVER_VERSION,
 };
 use super::event::{Event, FlagEvent, QueryPlayer};
 use super::game::Game;
 use super::msg::{datagram_frames, describe_code, Abbv, ClientMsg, FrameBuffer, Message, ServerMsg};
 use super::netstats::NetStats;
+
+mod end;
+pub use end::{ConnectError, HelloError, ProtocolError, SessionEnd, WorldError};
 
 /// How often expired shots are dropped from [`Game::shots`].
 const PRUNE_EVERY: Duration = Duration::from_millis(250);
@@ -138,82 +142,6 @@ pub enum WorldRequest {
         /// The blob.
         blob: Vec<u8>,
     },
-}
-
-/// Why a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionEnd {
-    /// We left (`MsgExit`).
-    Left,
-    /// The TCP connection could not be made.
-    ConnectFailed(String),
-    /// The server refused the join.
-    Rejected {
-        /// Reject code.
-        code: u16,
-        /// The server's reason.
-        reason: String,
-    },
-    /// The server dropped us (`MsgSuperKill`) after telling us why: the server messages sent to us right before
-    /// it (bzfs 2.4.26 sends "You were kicked off the server", then "Reason given: WHY", then the kill).
-    Kicked {
-        /// The server's messages that came with the kick, joined with "; ".
-        reason: String,
-    },
-    /// The server dropped everybody without a word (`MsgSuperKill` with no server message right before it): bzfs
-    /// does that to every player when it is stopped (SIGTERM, SIGINT, `/shutdownserver`) or restarted. Unlike a
-    /// kick, coming back later is the right thing to do.
-    Shutdown,
-    /// The server has no free slot (hello id 0xFF).
-    ServerFull,
-    /// The server closed the connection.
-    ServerClosed {
-        /// What we were doing.
-        during: &'static str,
-    },
-    /// A step did not finish in time.
-    Timeout {
-        /// Which step.
-        during: &'static str,
-    },
-    /// The peer does not speak the protocol (wrong hello, broken frame, bad world).
-    Protocol(String),
-}
-
-impl SessionEnd {
-    /// The documented process exit code for this end: 0 clean leave, 3 cannot connect, 4 rejected, 5 kicked or
-    /// superkilled, 6 protocol error (incl. a server that closes or stalls).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SessionEnd::Left => 0,
-            SessionEnd::ConnectFailed(_) => 3,
-            SessionEnd::Rejected { .. } | SessionEnd::ServerFull => 4,
-            SessionEnd::Kicked { .. } => 5,
-            SessionEnd::Shutdown
-            | SessionEnd::ServerClosed { .. }
-            | SessionEnd::Timeout { .. }
-            | SessionEnd::Protocol(_) => 6,
-        }
-    }
-}
-
-impl std::fmt::Display for SessionEnd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SessionEnd::Left => write!(f, "left the game"),
-            SessionEnd::ConnectFailed(e) => write!(f, "cannot connect: {e}"),
-            SessionEnd::Rejected { code, reason } => {
-                write!(f, "rejected by the server ({}, code {code}): {reason}", super::consts::reject_name(*code))
-            }
-            SessionEnd::Kicked { reason } if reason.is_empty() => write!(f, "kicked by the server"),
-            SessionEnd::Kicked { reason } => write!(f, "kicked by the server: {reason}"),
-            SessionEnd::Shutdown => write!(f, "the server shut down (MsgSuperKill with no reason)"),
-            SessionEnd::ServerFull => write!(f, "the server is full (no free player slot)"),
-            SessionEnd::ServerClosed { during } => write!(f, "the server closed the connection during {during}"),
-            SessionEnd::Timeout { during } => write!(f, "timed out during {during}"),
-            SessionEnd::Protocol(e) => write!(f, "protocol error: {e}"),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,7 +377,7 @@ impl Session {
     }
 
     /// The TCP connection could not be made.
-    pub fn handle_connect_failed(&mut self, _now: Instant, why: String) {
+    pub fn handle_connect_failed(&mut self, _now: Instant, why: ConnectError) {
         self.close(SessionEnd::ConnectFailed(why));
     }
 
@@ -471,7 +399,7 @@ impl Session {
                 Ok(Some((code, body))) => self.on_frame(now, code, &body, false),
                 Ok(None) => break,
                 Err(e) => {
-                    self.close(SessionEnd::Protocol(e.to_string()));
+                    self.close(SessionEnd::Protocol(e.into()));
                     break;
                 }
             }
@@ -487,7 +415,7 @@ impl Session {
             self.close(SessionEnd::Left);
         } else if self.frames.buffered() > 0 && self.state == State::AwaitHello {
             let got = self.frames.take_raw(self.frames.buffered()).unwrap_or_default();
-            self.close(SessionEnd::Protocol(format!("not a BZFlag 2.4 server: it sent {}", show_bytes(&got))));
+            self.close(SessionEnd::Protocol(HelloError::closed(&got).into()));
         } else {
             self.close(SessionEnd::ServerClosed { during: self.state.describe() });
         }
@@ -743,10 +671,7 @@ impl Session {
         let head = probe.take_raw(probe.buffered()).unwrap_or_default();
         self.frames.push(&head);
         if head.get(..n) != SERVER_VERSION.get(..n) && head.get(..n) != b"REFUSED:".get(..n) {
-            self.close(SessionEnd::Protocol(format!(
-                "not a BZFlag 2.4 server: its hello starts with {}",
-                show_bytes(&head)
-            )));
+            self.close(SessionEnd::Protocol(HelloError::bad_start(&head).into()));
         }
     }
 
@@ -756,17 +681,13 @@ impl Session {
             let rest = self.frames.take_raw(self.frames.buffered()).unwrap_or_default();
             let mut reason = String::from_utf8_lossy(hello.get(8..).unwrap_or_default()).into_owned();
             reason.push_str(&String::from_utf8_lossy(&rest));
-            self.close(SessionEnd::Rejected { code: 9, reason: reason.trim().to_string() });
+            self.close(SessionEnd::Rejected { code: RejectCode::IpBanned, reason: reason.trim().to_string() });
             return;
         }
         if version != SERVER_VERSION {
-            let v = String::from_utf8_lossy(version).into_owned();
-            let detail = if version.starts_with(b"BZFS") {
-                format!("incompatible server version {v:?} (bzhead speaks {})", String::from_utf8_lossy(SERVER_VERSION))
-            } else {
-                format!("not a BZFlag server: its hello is {}", show_bytes(hello))
-            };
-            self.close(SessionEnd::Protocol(detail));
+            let e =
+                if version.starts_with(b"BZFS") { HelloError::version(version) } else { HelloError::not_bzflag(hello) };
+            self.close(SessionEnd::Protocol(e.into()));
             return;
         }
         let id = hello.get(8).copied().unwrap_or(player::SERVER_FULL);
@@ -950,26 +871,8 @@ impl Session {
                     self.udp = Udp::Inbound;
                 }
             }
-            M::UdpLinkRequest if via_udp => {
-                if matches!(self.udp, Udp::Requested { .. } | Udp::Inbound | Udp::Failed) {
-                    self.send_udp(&ClientMsg::UdpLinkEstablished);
-                    if self.udp != Udp::Up {
-                        self.udp = Udp::Up;
-                        self.timers[Timer::UdpRetry as usize] = None;
-                        self.events.push_back(Event::UdpLink { up: true, detail: "UDP link established".into() });
-                    }
-                }
-            }
-            M::NegotiateFlags { missing } => {
-                if !missing.is_empty() {
-                    let list: Vec<String> = missing.iter().map(|a| a.as_string()).collect();
-                    self.warn(format!("the server may use flags we do not know: {}", list.join(", ")));
-                }
-                if self.state == State::Negotiating {
-                    self.state = State::AwaitSettings;
-                    self.send_tcp(&ClientMsg::WantSettings);
-                }
-            }
+            M::UdpLinkRequest if via_udp => self.on_udp_probe(),
+            M::NegotiateFlags { missing } => self.on_negotiated(&missing),
             M::GameSettings(s) => {
                 self.game.settings = Some(s);
                 self.events.push_back(Event::Settings(s));
@@ -981,19 +884,7 @@ impl Session {
             M::CacheUrl { url } => self.events.push_back(Event::CacheUrl { url }),
             M::WantWHash { kind, hash } => self.on_world_hash(now, kind, hash),
             M::GetWorld { bytes_left, data } => self.on_world_chunk(now, bytes_left, data),
-            M::Accept { id } => {
-                if self.state == State::AwaitAccept {
-                    self.state = State::Joined;
-                    self.timers[Timer::Join as usize] = None;
-                    if let Some(l) = self.idle_timeout {
-                        self.set_timer(Timer::Idle, now + l);
-                    }
-                    self.game.my_id = Some(id);
-                    self.events.push_back(Event::Accept { id });
-                } else {
-                    self.warn("unexpected MsgAccept".into());
-                }
-            }
+            M::Accept { id } => self.on_accept(now, id),
             M::Reject { code, reason } => self.close(SessionEnd::Rejected { code, reason }),
             M::SuperKill => {
                 let end = match self.kick_reason(now) {
@@ -1003,6 +894,62 @@ impl Session {
                 self.close(end);
             }
             // ---- roster
+            m @ (M::SetVar { .. }
+            | M::TeamUpdate { .. }
+            | M::AddPlayer { .. }
+            | M::RemovePlayer { .. }
+            | M::PlayerInfo { .. }
+            | M::AdminInfo { .. }
+            | M::Score { .. }
+            | M::Handicap { .. }
+            | M::NewRabbit { .. }
+            | M::ScoreOver { .. }
+            | M::TimeUpdate { .. }
+            | M::GameTime { .. }) => self.on_roster_message(now, m),
+            // ---- flags
+            m @ (M::FlagUpdate { .. }
+            | M::GrabFlag { .. }
+            | M::DropFlag { .. }
+            | M::TransferFlag { .. }
+            | M::CaptureFlag { .. }
+            | M::NearFlag { .. }
+            | M::FlagType { .. }) => self.on_flag_message(now, m),
+            // ---- play
+            m @ (M::Alive { .. }
+            | M::Killed { .. }
+            | M::Teleport { .. }
+            | M::Pause { .. }
+            | M::AutoPilot { .. }
+            | M::ShotBegin(..)
+            | M::ShotEnd { .. }
+            | M::GmUpdate { .. }
+            | M::Message { .. }
+            | M::LagPing { .. }
+            | M::QueryGame(..)
+            | M::QueryPlayers { .. }
+            | M::FetchResources { .. }
+            | M::CustomSound { .. }
+            | M::ReplayReset { .. }) => self.on_play_message(now, m),
+            M::PlayerUpdate(u) => self.on_player_update(now, u),
+            M::UdpLinkEstablished | M::UdpLinkRequest => {}
+            M::Reserved { code, .. } | M::Unknown { code, .. } => {
+                self.warn(format!("ignored {} from the server", describe_code(code)));
+            }
+        }
+        // Expired shots get no message: drop them now and then (not after every message: with hundreds of live
+        // shots and thousands of messages a second that scan was most of a busy client's time).
+        if self.game.shots.len() > 64
+            && self.game.last_prune.is_none_or(|t| now.saturating_duration_since(t) >= PRUNE_EVERY)
+        {
+            self.game.prune_shots(now);
+            self.game.last_prune = Some(now);
+        }
+    }
+
+    /// The roster: variables, teams, players, scores and the clock.
+    fn on_roster_message(&mut self, now: Instant, msg: ServerMsg) {
+        use ServerMsg as M;
+        match msg {
             M::SetVar { vars } => {
                 let count = vars.len();
                 for (n, v) in &vars {
@@ -1042,47 +989,14 @@ impl Session {
                     }
                 }
             }
-            M::AdminInfo { players } => {
-                for e in players {
-                    if let Some(p) = self.game.players.get_mut(&e.id) {
-                        p.address = match (e.ip_version, e.addr.as_slice()) {
-                            (4, [a, b, c, d]) => Some(std::net::Ipv4Addr::new(*a, *b, *c, *d).into()),
-                            _ => None,
-                        };
-                    }
-                }
-            }
-            M::Score { scores } => {
-                for s in scores {
-                    let p = self.game.player_mut(s.id);
-                    p.wins = s.wins;
-                    p.losses = s.losses;
-                    p.team_kills = s.team_kills;
-                    self.events.push_back(Event::Score {
-                        id: s.id,
-                        wins: s.wins,
-                        losses: s.losses,
-                        team_kills: s.team_kills,
-                    });
-                }
-            }
+            M::AdminInfo { players } => self.on_admin_info(players),
+            M::Score { scores } => self.on_scores(scores),
             M::Handicap { players } => {
                 for (id, h) in players {
                     self.game.player_mut(id).handicap = h;
                 }
             }
-            M::NewRabbit { id } => {
-                let old = self.game.rabbit.replace(id);
-                for p in self.game.players.values_mut() {
-                    if p.team == Team::Rabbit || Some(p.id) == old {
-                        p.team = Team::Hunter;
-                    }
-                }
-                if let Some(p) = self.game.players.get_mut(&id) {
-                    p.team = Team::Rabbit;
-                }
-                self.events.push_back(Event::NewRabbit { id });
-            }
+            M::NewRabbit { id } => self.on_new_rabbit(id),
             M::ScoreOver { player, team } => {
                 self.game.game_over = true;
                 self.events.push_back(Event::GameOver { player, team });
@@ -1091,10 +1005,16 @@ impl Session {
                 self.game.time_left = Some((seconds, now));
                 self.events.push_back(Event::TimeLeft { seconds });
             }
-            M::GameTime { usec } => {
-                self.game.server_time = Some((usec, now));
-            }
-            // ---- flags
+            M::GameTime { usec } => self.game.server_time = Some((usec, now)),
+            // The other sections' messages are not passed here.
+            _ => {}
+        }
+    }
+
+    /// Flags: where they are and who holds them.
+    fn on_flag_message(&mut self, now: Instant, msg: ServerMsg) {
+        use ServerMsg as M;
+        match msg {
             M::FlagUpdate { flags } => {
                 for (index, info) in flags {
                     self.set_flag(now, index, info, None);
@@ -1119,40 +1039,21 @@ impl Session {
                 self.set_flag(now, index, flag, Some(flag.abbv));
                 self.events.push_back(Event::Transfer { from, to, flag: FlagEvent::new(index, &flag, flag.abbv) });
             }
-            M::CaptureFlag { player, index, team } => {
-                let abbv = self.game.flags.get(&index).map(|f| f.abbv()).unwrap_or_default();
-                if let Some(p) = self.game.players.get_mut(&player) {
-                    p.flag = None;
-                }
-                // Every player of the captured team is dead on the server (no MsgKilled is sent).
-                let captured = team_of_flag(abbv);
-                if let Some(ct) = captured {
-                    for p in self.game.players.values_mut() {
-                        if p.team == ct {
-                            p.alive = false;
-                        }
-                    }
-                }
-                let callsign = self.game.name_of(player);
-                self.events.push_back(Event::Capture { player, callsign, index, abbv, team });
-            }
+            M::CaptureFlag { player, index, team } => self.on_capture(player, index, team),
             M::NearFlag { pos, name } => self.events.push_back(Event::NearFlag { pos, name }),
-            M::FlagType { abbv, name, .. } => {
-                if self.game.custom_flags.len() < 256 {
-                    self.game.custom_flags.push((abbv, name));
-                }
+            M::FlagType { abbv, name, .. } if self.game.custom_flags.len() < 256 => {
+                self.game.custom_flags.push((abbv, name));
             }
-            // ---- play
-            M::Alive { id, pos, azimuth } => {
-                let p = self.game.player_mut(id);
-                p.alive = true;
-                p.paused = false;
-                p.spawn = Some((pos, azimuth));
-                p.last_update = None;
-                self.netstats.on_spawn(id);
-                let callsign = self.game.name_of(id);
-                self.events.push_back(Event::Spawn { id, callsign, pos, azimuth });
-            }
+            // A custom flag type beyond the 256 kept; the other sections' messages are not passed here.
+            _ => {}
+        }
+    }
+
+    /// Play: spawns, kills, moves, shots and chat (player updates: `on_player_update`).
+    fn on_play_message(&mut self, now: Instant, msg: ServerMsg) {
+        use ServerMsg as M;
+        match msg {
+            M::Alive { id, pos, azimuth } => self.on_alive(id, pos, azimuth),
             M::Killed { victim, killer, reason, shot_id, flag, phydrv } => {
                 if let Some(p) = self.game.players.get_mut(&victim) {
                     p.alive = false;
@@ -1161,19 +1062,21 @@ impl Session {
                 if shot_id >= 0 && !matches!(flag.as_string().as_str(), "L" | "TH" | "SW") {
                     self.game.shots.remove(&(killer, shot_id as u16));
                 }
-                let victim_callsign = self.game.name_of(victim);
-                let killer_callsign = self.game.name_of(killer);
-                self.events.push_back(Event::Kill {
+                let (victim_callsign, killer_callsign) = (self.game.name_of(victim), self.game.name_of(killer));
+                let reason_code = reason;
+                let reason = super::consts::kill_reason::name(reason);
+                let kill = Event::Kill {
                     victim,
                     victim_callsign,
                     killer,
                     killer_callsign,
-                    reason: super::consts::kill_reason::name(reason),
-                    reason_code: reason,
+                    reason,
+                    reason_code,
                     shot_id,
                     flag,
                     phydrv,
-                });
+                };
+                self.events.push_back(kill);
             }
             M::Teleport { player, from, to } => {
                 self.netstats.on_teleport(player);
@@ -1189,28 +1092,6 @@ impl Session {
                 self.game.player_mut(player).autopilot = on;
                 let callsign = self.game.name_of(player);
                 self.events.push_back(Event::AutoPilot { player, callsign, on });
-            }
-            M::PlayerUpdate(u) => {
-                if self.game.players.contains_key(&u.id) {
-                    self.netstats.on_update(now, &u);
-                }
-                let accepted = match self.game.players.get_mut(&u.id) {
-                    Some(p) => {
-                        let newer = p.last_update.is_none_or(|(last, _)| u.order > last.order);
-                        if newer {
-                            p.last_update = Some((u, now));
-                            if u.status.contains(PlayerStatus::ALIVE) {
-                                p.alive = true;
-                            }
-                            p.paused = u.status.contains(PlayerStatus::PAUSED);
-                        }
-                        newer
-                    }
-                    None => false,
-                };
-                if accepted {
-                    self.events.push_back(Event::Update(u));
-                }
             }
             M::ShotBegin(f) => {
                 self.game.add_shot(f, now);
@@ -1230,12 +1111,8 @@ impl Session {
                 let to_name = self.game.name_of(to);
                 self.events.push_back(Event::Chat { from, from_callsign, to, to_name, action: kind == 1, text });
             }
-            M::LagPing { seq } => {
-                // Echo over TCP (the client's UDP list does not include it).
-                if self.state == State::Joined {
-                    self.send_tcp(&ClientMsg::LagPing { seq });
-                }
-            }
+            // Echo over TCP (the client's UDP list does not include it).
+            M::LagPing { seq } if self.state == State::Joined => self.send_tcp(&ClientMsg::LagPing { seq }),
             // Asked for while joined (`Session::send(&ClientMsg::QueryGame)`): team sizes and limits.
             M::QueryGame(info) => self.game.limits = Some((info, now)),
             M::QueryPlayers { .. } => {}
@@ -1245,18 +1122,140 @@ impl Session {
                 self.game.players.retain(|id, _| *id >= last_player);
                 self.game.flags.clear();
             }
-            M::UdpLinkEstablished | M::UdpLinkRequest => {}
-            M::Reserved { code, .. } | M::Unknown { code, .. } => {
-                self.warn(format!("ignored {} from the server", describe_code(code)));
+            // A lag ping before the join; the other sections' messages are not passed here.
+            _ => {}
+        }
+    }
+
+    // ---- handshake
+
+    /// The server's UDP probe (`MsgUDPLinkRequest` over UDP): answer it; the link is up both ways.
+    fn on_udp_probe(&mut self) {
+        if matches!(self.udp, Udp::Requested { .. } | Udp::Inbound | Udp::Failed) {
+            self.send_udp(&ClientMsg::UdpLinkEstablished);
+            if self.udp != Udp::Up {
+                self.udp = Udp::Up;
+                self.timers[Timer::UdpRetry as usize] = None;
+                self.events.push_back(Event::UdpLink { up: true, detail: "UDP link established".into() });
             }
         }
-        // Expired shots get no message: drop them now and then (not after every message: with hundreds of live
-        // shots and thousands of messages a second that scan was most of a busy client's time).
-        if self.game.shots.len() > 64
-            && self.game.last_prune.is_none_or(|t| now.saturating_duration_since(t) >= PRUNE_EVERY)
-        {
-            self.game.prune_shots(now);
-            self.game.last_prune = Some(now);
+    }
+
+    fn on_negotiated(&mut self, missing: &[Abbv]) {
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(|a| a.as_string()).collect();
+            self.warn(format!("the server may use flags we do not know: {}", list.join(", ")));
+        }
+        if self.state == State::Negotiating {
+            self.state = State::AwaitSettings;
+            self.send_tcp(&ClientMsg::WantSettings);
+        }
+    }
+
+    fn on_accept(&mut self, now: Instant, id: u8) {
+        if self.state == State::AwaitAccept {
+            self.state = State::Joined;
+            self.timers[Timer::Join as usize] = None;
+            if let Some(l) = self.idle_timeout {
+                self.set_timer(Timer::Idle, now + l);
+            }
+            self.game.my_id = Some(id);
+            self.events.push_back(Event::Accept { id });
+        } else {
+            self.warn("unexpected MsgAccept".into());
+        }
+    }
+
+    // ---- roster
+
+    fn on_admin_info(&mut self, players: Vec<super::msg::AdminEntry>) {
+        for e in players {
+            if let Some(p) = self.game.players.get_mut(&e.id) {
+                p.address = match (e.ip_version, e.addr.as_slice()) {
+                    (4, [a, b, c, d]) => Some(std::net::Ipv4Addr::new(*a, *b, *c, *d).into()),
+                    _ => None,
+                };
+            }
+        }
+    }
+
+    fn on_scores(&mut self, scores: Vec<super::msg::ScoreEntry>) {
+        for s in scores {
+            let p = self.game.player_mut(s.id);
+            p.wins = s.wins;
+            p.losses = s.losses;
+            p.team_kills = s.team_kills;
+            self.events.push_back(Event::Score { id: s.id, wins: s.wins, losses: s.losses, team_kills: s.team_kills });
+        }
+    }
+
+    fn on_new_rabbit(&mut self, id: u8) {
+        let old = self.game.rabbit.replace(id);
+        for p in self.game.players.values_mut() {
+            if p.team == Team::Rabbit || Some(p.id) == old {
+                p.team = Team::Hunter;
+            }
+        }
+        if let Some(p) = self.game.players.get_mut(&id) {
+            p.team = Team::Rabbit;
+        }
+        self.events.push_back(Event::NewRabbit { id });
+    }
+
+    // ---- flags
+
+    fn on_capture(&mut self, player: u8, index: u16, team: Team) {
+        let abbv = self.game.flags.get(&index).map(|f| f.abbv()).unwrap_or_default();
+        if let Some(p) = self.game.players.get_mut(&player) {
+            p.flag = None;
+        }
+        // Every player of the captured team is dead on the server (no MsgKilled is sent).
+        let captured = team_of_flag(abbv);
+        if let Some(ct) = captured {
+            for p in self.game.players.values_mut() {
+                if p.team == ct {
+                    p.alive = false;
+                }
+            }
+        }
+        let callsign = self.game.name_of(player);
+        self.events.push_back(Event::Capture { player, callsign, index, abbv, team });
+    }
+
+    // ---- play
+
+    fn on_alive(&mut self, id: u8, pos: [f32; 3], azimuth: f32) {
+        let p = self.game.player_mut(id);
+        p.alive = true;
+        p.paused = false;
+        p.spawn = Some((pos, azimuth));
+        p.last_update = None;
+        self.netstats.on_spawn(id);
+        let callsign = self.game.name_of(id);
+        self.events.push_back(Event::Spawn { id, callsign, pos, azimuth });
+    }
+
+    /// A player's update: kept (and reported) when it is newer than the last one kept.
+    fn on_player_update(&mut self, now: Instant, u: super::msg::PlayerUpdate) {
+        if self.game.players.contains_key(&u.id) {
+            self.netstats.on_update(now, &u);
+        }
+        let accepted = match self.game.players.get_mut(&u.id) {
+            Some(p) => {
+                let newer = p.last_update.is_none_or(|(last, _)| u.order > last.order);
+                if newer {
+                    p.last_update = Some((u, now));
+                    if u.status.contains(PlayerStatus::ALIVE) {
+                        p.alive = true;
+                    }
+                    p.paused = u.status.contains(PlayerStatus::PAUSED);
+                }
+                newer
+            }
+            None => false,
+        };
+        if accepted {
+            self.events.push_back(Event::Update(u));
         }
     }
 
@@ -1298,15 +1297,11 @@ impl Session {
         if bytes_left != 0 {
             let total = offset.saturating_add(bytes_left as usize);
             if total > MAX_WORLD_BYTES {
-                self.close(SessionEnd::Protocol(format!(
-                    "the server announced a {total}-byte world, more than the {MAX_WORLD_BYTES} bytes allowed"
-                )));
+                self.close(SessionEnd::Protocol(WorldError::Announced { total }.into()));
                 return;
             }
             if data.is_empty() {
-                self.close(SessionEnd::Protocol(format!(
-                    "the server sent an empty world chunk at offset {offset} with {bytes_left} bytes left"
-                )));
+                self.close(SessionEnd::Protocol(WorldError::EmptyChunk { offset, bytes_left }.into()));
                 return;
             }
             if self.world_total.is_none() || offset == 0 {
@@ -1317,7 +1312,7 @@ impl Session {
             self.world_total = Some(total);
         }
         if offset + data.len() > MAX_WORLD_BYTES {
-            self.close(SessionEnd::Protocol(format!("the world is larger than the {MAX_WORLD_BYTES} bytes allowed")));
+            self.close(SessionEnd::Protocol(WorldError::TooLarge.into()));
             return;
         }
         self.world.extend_from_slice(&data);
@@ -1330,10 +1325,8 @@ impl Session {
         let got = hex_digest(&std::mem::take(&mut self.world_md5).finalize());
         if let Some(h) = &self.world_hash {
             if &got != h {
-                self.close(SessionEnd::Protocol(format!(
-                    "the world download is corrupt: {} bytes with MD5 {got}, but the server announced {h}",
-                    blob.len()
-                )));
+                let e = WorldError::Corrupt { bytes: blob.len(), md5: got, announced: h.clone() };
+                self.close(SessionEnd::Protocol(e.into()));
                 return;
             }
             self.world_requests.push_back(WorldRequest::Store { hash: h.clone(), blob: blob.clone() });
@@ -1368,15 +1361,6 @@ fn hex_digest(digest: &[u8]) -> String {
         out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out
-}
-
-fn show_bytes(b: &[u8]) -> String {
-    let b = b.get(..32).unwrap_or(b);
-    if b.iter().all(|c| c.is_ascii_graphic() || *c == b' ' || *c == b'\r' || *c == b'\n') {
-        format!("{:?}", String::from_utf8_lossy(b))
-    } else {
-        b.iter().map(|c| format!("{c:02x}")).collect::<Vec<_>>().join(" ")
-    }
 }
 
 #[cfg(test)]

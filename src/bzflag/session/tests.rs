@@ -1,8 +1,8 @@
 //! The session engine driven in virtual time against scripted server bytes.
 
 use super::*;
-use crate::bzflag::consts::code;
-use crate::bzflag::msg::{GameSettings, QueryGameInfo, TeamInfo};
+use crate::bzflag::consts::{code, RejectCode};
+use crate::bzflag::msg::{FrameError, GameSettings, QueryGameInfo, TeamInfo};
 
 const CAPTURED_WORLD: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bzflag/02-custom-world.bin"));
@@ -270,10 +270,16 @@ fn a_reject_ends_with_its_code_and_reason() {
     let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
     d.hello(0);
     assert!(matches!(d.last_tcp(), ClientMsg::Enter { .. }), "bzadmin-style join enters at once");
-    d.send(ServerMsg::Reject { code: 7, reason: "The callsign specified is already in use.".into() });
+    d.send(ServerMsg::Reject {
+        code: RejectCode::RepeatCallsign,
+        reason: "The callsign specified is already in use.".into(),
+    });
     d.send(ServerMsg::SuperKill);
     assert_eq!(d.end_code(), Some(4));
-    assert!(d.events.contains(&Event::Reject { code: 7, reason: "The callsign specified is already in use.".into() }));
+    assert!(d.events.contains(&Event::Reject {
+        code: RejectCode::RepeatCallsign,
+        reason: "The callsign specified is already in use.".into()
+    }));
     assert!(d.s.end().unwrap().to_string().contains("already in use"));
 }
 
@@ -677,4 +683,87 @@ fn a_flood_does_not_move_the_idle_timer_and_a_drip_does_not_feed_it() {
         d.bytes(&[*b]);
     }
     assert_eq!(d.end_code(), Some(6), "{:?}", d.s.end());
+}
+
+#[test]
+fn ends_are_typed_and_read_as_before() {
+    use std::error::Error as _;
+    let mut d = up_to_hash();
+    d.s.handle_world_cache(d.now, None);
+    d.send(ServerMsg::GetWorld { bytes_left: 0, data: vec![1, 2, 3] });
+    let end = d.s.end().unwrap();
+    let Some(SessionEnd::Protocol(ProtocolError::World(WorldError::Corrupt { bytes: 3, md5, .. }))) = d.s.end() else {
+        panic!("{end:?}")
+    };
+    assert_eq!(md5, &md5_hex(&[1, 2, 3]));
+    let cause = end.source().expect("a protocol end has a source");
+    assert!(matches!(cause.downcast_ref::<ProtocolError>(), Some(ProtocolError::World(_))));
+
+    let mut d = Drive::new(SessionConfig { full_join: false, ..SessionConfig::default() });
+    d.hello(0);
+    d.bytes(&[0xff, 0xff, 0x6d, 0x67]);
+    let end = d.s.end().unwrap();
+    assert!(matches!(
+        end,
+        SessionEnd::Protocol(ProtocolError::Frame(FrameError::TooLong { len: 0xffff, code: 0x6d67 }))
+    ));
+    let frame = end.source().and_then(|e| e.source()).and_then(|e| e.downcast_ref::<FrameError>());
+    assert!(frame.is_some(), "the frame error is the protocol error's source");
+
+    let mut d = Drive::new(SessionConfig::default());
+    d.bytes(b"BZFS0026\x01");
+    assert_eq!(d.s.end(), Some(&SessionEnd::Protocol(HelloError::version(b"BZFS0026").into())));
+    assert_eq!(
+        d.s.end().unwrap().to_string(),
+        "protocol error: incompatible server version \"BZFS0026\" (bzhead speaks BZFS0221)"
+    );
+    let mut d = Drive::new(SessionConfig::default());
+    d.bytes(b"HTTP/1.1 400 Bad Request\r\n");
+    assert_eq!(d.s.end(), Some(&SessionEnd::Protocol(HelloError::not_bzflag(b"HTTP/1.1 ").into())));
+    let mut d = Drive::new(SessionConfig::default());
+    d.bytes(b"HTTP");
+    assert_eq!(d.s.end(), Some(&SessionEnd::Protocol(HelloError::bad_start(b"HTTP").into())));
+    assert_eq!(
+        d.s.end().unwrap().to_string(),
+        "protocol error: not a BZFlag 2.4 server: its hello starts with \"HTTP\""
+    );
+
+    // The words users saw when these were strings.
+    let server: std::net::SocketAddr = "127.0.0.1:5154".parse().unwrap();
+    let timed_out = SessionEnd::ConnectFailed(ConnectError::TimedOut { server, after: Duration::from_secs(5) });
+    assert_eq!(timed_out.to_string(), "cannot connect: no answer from 127.0.0.1:5154 within 5s");
+    let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    let refused = ConnectError::from_io(server, &io);
+    assert!(matches!(refused, ConnectError::Refused { .. }) && !refused.is_timeout());
+    assert_eq!(SessionEnd::ConnectFailed(refused).to_string(), format!("cannot connect: 127.0.0.1:5154: {io}"));
+    let unreachable = ConnectError::from_io(server, &std::io::Error::from(std::io::ErrorKind::HostUnreachable));
+    assert!(matches!(unreachable, ConnectError::Io { kind: std::io::ErrorKind::HostUnreachable, .. }));
+    let rejected = SessionEnd::Rejected { code: RejectCode::RepeatCallsign, reason: "taken".into() };
+    assert_eq!(rejected.to_string(), "rejected by the server (callsign in use, code 7): taken");
+    let odd = SessionEnd::Rejected { code: RejectCode::from_u16(99), reason: "?".into() };
+    assert_eq!(odd.to_string(), "rejected by the server (unknown reason, code 99): ?");
+    assert!(rejected.source().is_none());
+}
+
+#[test]
+fn reject_codes_round_trip_and_have_one_remedy() {
+    use crate::bzflag::consts::RejectRemedy;
+    for n in (0..=40).chain([0x7fff, 0xffff]) {
+        let c = RejectCode::from_u16(n);
+        assert_eq!(c.to_u16(), n);
+        assert_eq!(matches!(c, RejectCode::Other(_)), n > 11, "{n}");
+        let bytes = ServerMsg::Reject { code: c, reason: "r".into() }.encode();
+        assert_eq!(ServerMsg::decode(&bytes), Ok(ServerMsg::Reject { code: c, reason: "r".into() }));
+    }
+    assert_eq!(serde_json::to_string(&RejectCode::TeamFull).unwrap(), "4");
+    let remedies: Vec<RejectRemedy> = (0..=12).map(|n| RejectCode::from_u16(n).remedy()).collect();
+    use RejectRemedy::*;
+    assert_eq!(
+        remedies,
+        [GiveUp, GiveUp, GiveUp, GiveUp, Wait, Wait, Rename, Rename, Wait, GiveUp, GiveUp, GiveUp, GiveUp]
+    );
+    assert!(
+        RejectCode::TeamFull.is_full() && RejectCode::ServerFull.is_full() && !RejectCode::RejoinWaitTime.is_full()
+    );
+    assert!(RejectCode::RejoinWaitTime.is_retryable() && !RejectCode::IpBanned.is_retryable());
 }
