@@ -21,8 +21,8 @@
 //! `empty full`; also `ipv4`, `ipv6`, `gametype=X`...), `ext` (`auto`/`0`/`1`), `eot_grace_ms` (default 50).
 
 use crate::msg::{self, Pair, Reply};
+use bzhead_wire::text::parse_int;
 use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
-use query_wire::text::parse_int;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::net::SocketAddr;

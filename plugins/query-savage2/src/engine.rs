@@ -112,8 +112,8 @@ impl QueryEngine for Savage2Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bzhead_wire::fuzz::{for_each_mutation, for_each_truncation};
     use query_abi::collect::{Collector, OwnedValue, Report};
-    use query_wire::fuzz::{for_each_mutation, for_each_truncation};
 
     const R1: &[u8] = include_bytes!("../testdata/savage2-reply1.bin");
     const R2: &[u8] = include_bytes!("../testdata/savage2-reply2.bin");

@@ -7,8 +7,8 @@
 //! dropped, as the game does.
 
 use crate::msg::{self, PlayerInfo, ServerInfo};
+use bzhead_wire::text::hex;
 use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
-use query_wire::text::hex;
 use std::net::SocketAddr;
 
 /// How long to wait for `PT_PLAYERINFO` once `PT_SERVERINFO` is in (they are sent back to back).
