@@ -2,7 +2,8 @@
 //!
 //! Architecture (each layer only depends on those above it):
 //!
-//! * [`wire`]: bytes only. A panic-free reader and a writer.
+//! * [`wire`]: bytes only. The panic-free reader the query plugins share (the `bzhead-wire` crate), BZFlag's
+//!   encodings on top of it, and a writer.
 //! * [`bzflag`]: the sans-IO BZFlag 2.4 (`BZFS0221`) engine. Messages, the session state machine, the roster,
 //!   flags and server variables, the world (parser, model, BVH queries, shot paths) and play (tank physics, dead
 //!   reckoning, shots, hits). It takes bytes, datagrams and `now: Instant`, and gives back events, bytes to send

@@ -113,7 +113,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::Reader;
+    use crate::wire::{Reader, ReaderExt};
 
     #[test]
     fn round_trips_through_reader() {

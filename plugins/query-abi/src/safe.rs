@@ -161,7 +161,7 @@ impl QueryConfig {
     /// How long to wait after the request of attempt `attempt` (0 = the first send): `timeout_ms`, doubled per
     /// retry, capped at four times.
     pub fn wait_ms(&self, attempt: u32) -> u64 {
-        u64::from(self.timeout_ms.max(1)) << attempt.min(2)
+        wait_ms(self.timeout_ms, attempt)
     }
 
     /// The query's random bytes: the host's ([`QueryConfig::random`]) when it gave them, else
@@ -185,6 +185,112 @@ impl QueryConfig {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+}
+
+/// `timeout_ms`, doubled after the first retry, four times after later ones (never 0).
+fn wait_ms(timeout_ms: u32, attempt: u32) -> u64 {
+    u64::from(timeout_ms.max(1)) << attempt.min(2)
+}
+
+/// The retry timer of one query: which attempt is out, when it times out, and whether a retry is left. An engine
+/// keeps one instead of its own attempt counter and deadline, and answers [`QueryEngine::next_deadline`] with
+/// [`RetryTimer::deadline`].
+///
+/// Attempt 0 is the first request; there are `1 + retries` attempts in all, and attempt `n` waits
+/// [`QueryConfig::wait_ms`]`(n)`: `timeout_ms`, twice that after the first retry, four times after later ones.
+/// Engines decide what to send, when to give up early and any other wait (for the next page of a reply, say).
+///
+/// ```
+/// use query_abi::{QueryConfig, RetryTimer};
+///
+/// let config = QueryConfig { timeout_ms: 100, retries: 1, ..QueryConfig::default() };
+/// let mut timer = RetryTimer::new(&config);
+/// timer.arm(0); // the first request went out at 0
+/// assert_eq!(timer.deadline(), Some(100));
+/// assert!(timer.is_waiting(99)); // on_timeout(99) is early: nothing to do
+/// assert!(timer.next_attempt()); // on_timeout(100): a retry is left, send again
+/// timer.arm(100);
+/// assert_eq!(timer.deadline(), Some(300));
+/// assert!(!timer.next_attempt()); // on_timeout(300): give up
+/// assert_eq!(timer.attempts(), 2); // "no reply after 2 request(s)"
+/// timer.stop();
+/// assert_eq!(timer.deadline(), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryTimer {
+    timeout_ms: u32,
+    retries: u32,
+    attempt: u32,
+    deadline: Option<u64>,
+}
+
+impl RetryTimer {
+    /// A timer with `config`'s timeout and retries, at attempt 0 and not armed.
+    pub fn new(config: &QueryConfig) -> RetryTimer {
+        RetryTimer { timeout_ms: config.timeout_ms, retries: config.retries, attempt: 0, deadline: None }
+    }
+
+    /// The attempt out now: 0 for the first request, `n` for the `n`-th retry.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// How many attempts were made (`attempt() + 1`), for the "no reply after N request(s)" texts.
+    pub fn attempts(&self) -> u32 {
+        self.attempt.saturating_add(1)
+    }
+
+    /// Whether a retry is left.
+    pub fn retries_left(&self) -> bool {
+        self.attempt < self.retries
+    }
+
+    /// Moves on to the next attempt if a retry is left (then the caller sends again and [`RetryTimer::arm`]s);
+    /// `false` when none is left (then the caller gives up or reports what it has).
+    pub fn next_attempt(&mut self) -> bool {
+        if !self.retries_left() {
+            return false;
+        }
+        self.attempt += 1;
+        true
+    }
+
+    /// How long the current attempt waits for an answer ([`QueryConfig::wait_ms`] of [`RetryTimer::attempt`]).
+    pub fn wait_ms(&self) -> u64 {
+        wait_ms(self.timeout_ms, self.attempt)
+    }
+
+    /// How long the first attempt waits ([`QueryConfig::wait_ms`]`(0)`): the base of waits that do not grow with
+    /// retries.
+    pub fn first_wait_ms(&self) -> u64 {
+        wait_ms(self.timeout_ms, 0)
+    }
+
+    /// Sets the deadline to the current attempt's wait from `now_ms`.
+    pub fn arm(&mut self, now_ms: u64) {
+        self.arm_in(now_ms, self.wait_ms());
+    }
+
+    /// Sets the deadline to `wait_ms` from `now_ms` (a wait of the engine's own: the next page, a grace period).
+    pub fn arm_in(&mut self, now_ms: u64, wait_ms: u64) {
+        self.deadline = Some(now_ms.saturating_add(wait_ms));
+    }
+
+    /// Clears the deadline (the query is over).
+    pub fn stop(&mut self) {
+        self.deadline = None;
+    }
+
+    /// The deadline, if armed.
+    pub fn deadline(&self) -> Option<u64> {
+        self.deadline
+    }
+
+    /// True while the deadline is set and `now_ms` has not reached it: an early (spurious)
+    /// [`QueryEngine::on_timeout`] that must do nothing.
+    pub fn is_waiting(&self, now_ms: u64) -> bool {
+        self.deadline.is_some_and(|d| now_ms < d)
     }
 }
 
@@ -299,4 +405,41 @@ pub trait QueryEngine: Sized {
 
     /// When the engine next wants [`QueryEngine::on_timeout`], if ever.
     fn next_deadline(&self) -> Option<u64>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_timer_waits_as_the_config_says_and_counts_attempts() {
+        let config = QueryConfig { timeout_ms: 150, retries: 3, ..QueryConfig::default() };
+        let mut t = RetryTimer::new(&config);
+        assert_eq!((t.attempt(), t.attempts(), t.deadline()), (0, 1, None));
+        assert!(!t.is_waiting(0), "not armed: nothing to wait for");
+        let mut now = 10;
+        for attempt in 0..=3 {
+            assert_eq!(t.attempt(), attempt);
+            assert_eq!(t.wait_ms(), config.wait_ms(attempt));
+            assert_eq!(t.first_wait_ms(), config.wait_ms(0));
+            t.arm(now);
+            let d = now + config.wait_ms(attempt);
+            assert_eq!(t.deadline(), Some(d));
+            assert!(t.is_waiting(d - 1) && !t.is_waiting(d));
+            assert_eq!(t.retries_left(), attempt < 3);
+            now = d;
+            assert_eq!(t.next_attempt(), attempt < 3);
+        }
+        assert_eq!((t.attempt(), t.attempts()), (3, 4), "1 + retries attempts, no more");
+        t.arm_in(now, 7);
+        assert_eq!(t.deadline(), Some(now + 7));
+        t.stop();
+        assert_eq!(t.deadline(), None);
+        let t = RetryTimer::new(&QueryConfig { timeout_ms: 0, retries: 0, ..QueryConfig::default() });
+        assert_eq!(t.wait_ms(), 1, "never a zero wait");
+        assert!(!t.clone().next_attempt());
+        let mut far = RetryTimer::new(&config);
+        far.arm_in(u64::MAX - 1, 1000);
+        assert_eq!(far.deadline(), Some(u64::MAX));
+    }
 }

@@ -21,8 +21,10 @@
 //! `empty full`; also `ipv4`, `ipv6`, `gametype=X`...), `ext` (`auto`/`0`/`1`), `eot_grace_ms` (default 50).
 
 use crate::msg::{self, Pair, Reply};
-use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
-use query_wire::text::parse_int;
+use bzhead_wire::text::parse_int;
+use query_abi::{
+    keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, RetryTimer, Sink, Status, Value,
+};
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -101,8 +103,8 @@ impl QueryEngine for Quake3Engine {
 
     fn next_deadline(&self) -> Option<u64> {
         match self {
-            Quake3Engine::Server(e) => e.deadline,
-            Quake3Engine::Master(e) => e.deadline,
+            Quake3Engine::Server(e) => e.timer.deadline(),
+            Quake3Engine::Master(e) => e.timer.deadline(),
         }
     }
 }
@@ -176,7 +178,7 @@ pub struct ServerQuery {
     target: SocketAddr,
     /// Warsow's short query: the protocol number asked for (empty otherwise).
     protocol: String,
-    config: QueryConfig,
+    timer: RetryTimer,
     /// The first attempt's challenge for getinfo, and for getstatus when it differs (`None`: the same).
     info_challenge: String,
     status_challenge: Option<String>,
@@ -187,8 +189,6 @@ pub struct ServerQuery {
     /// A reply must echo one of our challenges (parameter `challenge=required`, the default); with
     /// `challenge=optional` one that echoes none is accepted too (servers older than Quake III 1.32).
     require_challenge: bool,
-    attempt: u32,
-    deadline: Option<u64>,
     /// The infoResponse's info string, kept raw and decoded once at the end.
     info: Option<Vec<u8>>,
     /// The statusResponse body, kept raw.
@@ -242,14 +242,12 @@ impl ServerQuery {
             ask,
             target,
             protocol,
-            config: config.without_params(),
+            timer: RetryTimer::new(config),
             info_challenge,
             status_challenge,
             first_sent: [false; 2],
             retry_challenges: Vec::new(),
             require_challenge,
-            attempt: 0,
-            deadline: None,
             info: None,
             status: None,
             short: None,
@@ -270,7 +268,7 @@ impl ServerQuery {
     /// Sends getinfo (0) or getstatus (1) with this attempt's challenge, and remembers the challenge.
     fn send_request(&mut self, which: usize, sink: &mut dyn Sink) {
         let request = |c: &str| if which == 0 { msg::getinfo(c) } else { msg::getstatus(c) };
-        if self.attempt == 0 {
+        if self.timer.attempt() == 0 {
             self.first_sent[which] = true;
             // Built on the stack (a challenge is at most 128 bytes, so it always fits).
             let command = if which == 0 { "getinfo" } else { "getstatus" };
@@ -281,7 +279,7 @@ impl ServerQuery {
                 None => sink.send(self.target, &request(challenge)),
             };
         } else {
-            let c = format!("{}r{}", self.first_challenge(which), self.attempt);
+            let c = format!("{}r{}", self.first_challenge(which), self.timer.attempt());
             sink.send(self.target, &request(&c));
             self.retry_challenges.push(c);
         }
@@ -305,11 +303,11 @@ impl ServerQuery {
         if self.wants_status() {
             self.send_request(1, sink);
         }
-        let mut wait = self.config.wait_ms(self.attempt);
-        if self.attempt < self.config.retries {
+        let mut wait = self.timer.wait_ms();
+        if self.timer.retries_left() {
             wait = wait.max(MIN_RETRY_GAP_MS);
         }
-        self.deadline = Some(now_ms.saturating_add(wait));
+        self.timer.arm_in(now_ms, wait);
     }
 
     /// The reply's challenge is one of ours (or absent, with `challenge=optional`).
@@ -375,24 +373,23 @@ impl ServerQuery {
     }
 
     fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.done || self.timer.is_waiting(now_ms) {
             return;
         }
-        if self.attempt >= self.config.retries {
+        if !self.timer.next_attempt() {
             if self.info.is_some() || self.status.is_some() {
                 let (info, status) = (self.info.take(), self.status.take());
                 return self.emit(sink, info.as_deref(), status.as_deref());
             }
-            let n = self.attempt + 1;
+            let n = self.timer.attempts();
             return self.finish_error(sink, Status::TIMEOUT, &format!("no reply after {n} attempt(s)"));
         }
-        self.attempt += 1;
         self.send_missing(now_ms, sink);
     }
 
     fn finish_error(&mut self, sink: &mut dyn Sink, status: Status, why: &str) {
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         sink.done(status, why);
     }
 
@@ -406,7 +403,7 @@ impl ServerQuery {
     /// Reports what arrived (the getinfo info string, the getstatus body, or Warsow's short info) and finishes.
     fn emit(&mut self, sink: &mut dyn Sink, info_raw: Option<&[u8]>, status_raw: Option<&[u8]>) {
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         if let Some(short) = self.short.take() {
             let pairs = msg::parse_short_info(&short).unwrap_or_default();
             return self.emit_short(sink, &pairs);
@@ -578,10 +575,8 @@ impl<'a> Known<'a> {
 pub struct MasterQuery {
     target: SocketAddr,
     request: Vec<u8>,
-    config: QueryConfig,
+    timer: RetryTimer,
     eot_grace_ms: u64,
-    attempt: u32,
-    deadline: Option<u64>,
     seen: HashSet<SocketAddr>,
     pages: u32,
     duplicates: u64,
@@ -632,10 +627,8 @@ impl MasterQuery {
         let mut q = MasterQuery {
             target,
             request: msg::getservers(ext, game, proto, &filters),
-            config: config.without_params(),
+            timer: RetryTimer::new(config),
             eot_grace_ms,
-            attempt: 0,
-            deadline: None,
             seen: HashSet::new(),
             pages: 0,
             duplicates: 0,
@@ -644,7 +637,7 @@ impl MasterQuery {
             done: false,
         };
         sink.send(target, &q.request);
-        q.deadline = Some(now_ms.saturating_add(q.config.wait_ms(0)));
+        q.timer.arm(now_ms);
         Ok(q)
     }
 
@@ -676,40 +669,39 @@ impl MasterQuery {
             if self.eot_grace_ms == 0 {
                 self.finish(sink);
             } else {
-                self.deadline = Some(now_ms.saturating_add(self.eot_grace_ms));
+                self.timer.arm_in(now_ms, self.eot_grace_ms);
             }
         } else {
-            self.deadline = Some(now_ms.saturating_add(PAGE_WAIT_MS.max(self.config.wait_ms(0))));
+            self.timer.arm_in(now_ms, PAGE_WAIT_MS.max(self.timer.first_wait_ms()));
         }
         Datagram::Accepted
     }
 
     fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.done || self.timer.is_waiting(now_ms) {
             return;
         }
         if self.eot {
             return self.finish(sink);
         }
-        if self.attempt < self.config.retries {
+        if self.timer.next_attempt() {
             // Nothing, or pages but no end: ask again (entries already reported are deduplicated).
-            self.attempt += 1;
             sink.send(self.target, &self.request);
-            self.deadline = Some(now_ms.saturating_add(self.config.wait_ms(self.attempt)));
+            self.timer.arm(now_ms);
             return;
         }
         if self.pages > 0 {
             return self.finish(sink);
         }
         self.done = true;
-        self.deadline = None;
-        let n = self.attempt + 1;
+        self.timer.stop();
+        let n = self.timer.attempts();
         sink.done(Status::TIMEOUT, &format!("no reply from the master after {n} attempt(s)"));
     }
 
     fn finish(&mut self, sink: &mut dyn Sink) {
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         let request = String::from_utf8_lossy(self.request.get(4..).unwrap_or(&[])).into_owned();
         sink.raw("request", Value::Str(&request));
         sink.raw("entries", Value::Int(i64::try_from(self.seen.len()).unwrap_or(i64::MAX)));

@@ -4,8 +4,8 @@
 //! `SV_LongInfoString`, `SV_ShortInfoString`, `Q_GrabCharFromColorString`) and dpmaster 2.2, checked against the
 //! OpenArena and dpmaster captures in `testdata/`.
 
-use query_wire::text::{atoi, utf8_or_latin1};
-use query_wire::{DecodeError, DecodeResult, Reader};
+use bzhead_wire::text::{atoi, utf8_or_latin1};
+use bzhead_wire::{DecodeError, DecodeResult, Reader};
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -454,10 +454,10 @@ pub fn parse_short_info(body: &[u8]) -> DecodeResult<Vec<Pair<'_>>> {
         Some(l) if l.trim_ascii().starts_with(b"EOT") => {
             parts.pop();
         }
-        _ => return Err(DecodeError::bad("short info", body.len(), "no EOT terminator")),
+        _ => return Err(DecodeError::invalid("no EOT terminator", body.len()).context("short info")),
     }
     if parts.len() % 2 != 0 {
-        return Err(DecodeError::bad("short info", 0, "odd number of fields"));
+        return Err(DecodeError::invalid("odd number of fields", 0).context("short info"));
     }
     Ok(parts
         .chunks(2)
@@ -491,7 +491,7 @@ pub fn parse_servers(body: &[u8]) -> ServersPage {
     let body = body.strip_prefix(b"\n").unwrap_or(body);
     let mut r = Reader::new(body);
     while let Some(sep) = r.peek() {
-        let at = r.pos();
+        let at = r.position();
         match sep {
             b'\\' => {
                 let rest = r.rest().get(1..).unwrap_or(&[]);
@@ -502,7 +502,7 @@ pub fn parse_servers(body: &[u8]) -> ServersPage {
                         break;
                     }
                 }
-                let Ok(e) = r.take(7, "IPv4 entry") else {
+                let Ok(e) = r.take(7) else {
                     page.garbage_at = Some(at);
                     break;
                 };
@@ -515,7 +515,7 @@ pub fn parse_servers(body: &[u8]) -> ServersPage {
                 }
             }
             b'/' => {
-                let Ok(e) = r.take(19, "IPv6 entry") else {
+                let Ok(e) = r.take(19) else {
                     page.garbage_at = Some(at);
                     break;
                 };

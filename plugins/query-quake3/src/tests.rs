@@ -2,9 +2,9 @@
 //! server could be run; their layout is from qfusion `warsow_2_1_0` `sv_oob.c`), in virtual time.
 
 use crate::engine::{challenge_from, Quake3Engine, QUAKE3_CHALLENGE_CHARS, WARSOW_CHALLENGE_CHARS};
+use bzhead_wire::fuzz::{for_each_mutation, for_each_truncation};
 use query_abi::collect::{Collector, OwnedValue, Report};
 use query_abi::{keys, Datagram, QueryConfig, QueryEngine, Status};
-use query_wire::fuzz::{for_each_mutation, for_each_truncation};
 use serde_json::Value as Json;
 use std::collections::HashSet;
 use std::net::SocketAddr;

@@ -5,7 +5,7 @@
 //! mismatch is reported (`raw.echo_matched = false`) rather than treated as a foreign packet.
 
 use crate::msg;
-use query_abi::{keys, CreateError, Datagram, Level, QueryConfig, QueryEngine, Sink, Status, Value};
+use query_abi::{keys, CreateError, Datagram, Level, QueryConfig, QueryEngine, RetryTimer, Sink, Status, Value};
 use std::net::SocketAddr;
 
 /// One Savage 2 info query.
@@ -13,23 +13,21 @@ use std::net::SocketAddr;
 pub struct Savage2Engine {
     target: SocketAddr,
     echo: i32,
-    config: QueryConfig,
-    attempt: u32,
-    deadline: Option<u64>,
+    timer: RetryTimer,
     done: bool,
 }
 
 impl Savage2Engine {
     /// Like [`QueryEngine::new`] with an explicit echo value.
     pub fn with_echo(target: SocketAddr, config: &QueryConfig, echo: i32, now_ms: u64, sink: &mut dyn Sink) -> Self {
-        let mut e = Savage2Engine { target, echo, config: config.clone(), attempt: 0, deadline: None, done: false };
+        let mut e = Savage2Engine { target, echo, timer: RetryTimer::new(config), done: false };
         e.send(now_ms, sink);
         e
     }
 
     fn send(&mut self, now_ms: u64, sink: &mut dyn Sink) {
         sink.send(self.target, &msg::info_request(self.echo));
-        self.deadline = Some(now_ms.saturating_add(self.config.wait_ms(self.attempt)));
+        self.timer.arm(now_ms);
     }
 
     fn finish(&mut self, sink: &mut dyn Sink, info: &msg::Info) {
@@ -77,7 +75,7 @@ impl QueryEngine for Savage2Engine {
             return Datagram::Ignored;
         }
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         match msg::parse_info(data) {
             Ok(info) => {
                 if info.echo != self.echo {
@@ -91,29 +89,28 @@ impl QueryEngine for Savage2Engine {
     }
 
     fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.done || self.timer.is_waiting(now_ms) {
             return;
         }
-        if self.attempt >= self.config.retries {
+        if !self.timer.next_attempt() {
             self.done = true;
-            self.deadline = None;
-            let n = self.attempt + 1;
+            self.timer.stop();
+            let n = self.timer.attempts();
             return sink.done(Status::TIMEOUT, &format!("no reply after {n} request(s)"));
         }
-        self.attempt += 1;
         self.send(now_ms, sink);
     }
 
     fn next_deadline(&self) -> Option<u64> {
-        self.deadline
+        self.timer.deadline()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bzhead_wire::fuzz::{for_each_mutation, for_each_truncation};
     use query_abi::collect::{Collector, OwnedValue, Report};
-    use query_wire::fuzz::{for_each_mutation, for_each_truncation};
 
     const R1: &[u8] = include_bytes!("../testdata/savage2-reply1.bin");
     const R2: &[u8] = include_bytes!("../testdata/savage2-reply2.bin");

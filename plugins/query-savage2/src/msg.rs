@@ -13,8 +13,8 @@
 //! | 12.. | name (cstr, K2 colour codes), players u8, max players u8, match time, map, next map, location (cstrs), min players u8, one flag byte (the one other decoders miss), races, version (cstrs), password u8 |
 //! | rest | `00` + `ff`×8 in both replies; nobody decodes it: ignored |
 
-use query_wire::text::lossy;
-use query_wire::{DecodeError, DecodeResult, Reader};
+use bzhead_wire::text::lossy;
+use bzhead_wire::{DecodeError, DecodeResult, Reader, ResultExt};
 
 /// The sequence value of the seed request and both real replies.
 pub const SEQUENCE: u32 = 0xF197_DE9A;
@@ -78,32 +78,32 @@ pub struct Info {
 /// Decodes an info reply.
 pub fn parse_info(data: &[u8]) -> DecodeResult<Info> {
     let mut r = Reader::new(data);
-    let sequence = r.u32_le("sequence")?;
-    let flags = r.u8("flags")?;
-    let client_id = r.u16_le("client id")?;
-    let at = r.pos();
-    if r.u8("command")? != CMD_INFO {
-        return Err(DecodeError::bad("command", at, "not an info reply (02)"));
+    let sequence = r.u32_le().context("sequence")?;
+    let flags = r.u8().context("flags")?;
+    let client_id = r.u16_le().context("client id")?;
+    let at = r.position();
+    if r.u8().context("command")? != CMD_INFO {
+        return Err(DecodeError::invalid("not an info reply (02)", at).context("command"));
     }
-    let echo = r.i32_le("echo")?;
-    let text = |r: &mut Reader<'_>, f: &'static str| r.cstr(f).map(|b| lossy(b).into_owned());
+    let echo = r.i32_le().context("echo")?;
+    let text = |r: &mut Reader<'_>, f: &'static str| r.cstr().context(f).map(|b| lossy(b).into_owned());
     Ok(Info {
         sequence,
         flags,
         client_id,
         echo,
         name: text(&mut r, "name")?,
-        players: r.u8("players")?,
-        max_players: r.u8("max players")?,
+        players: r.u8().context("players")?,
+        max_players: r.u8().context("max players")?,
         match_time: text(&mut r, "match time")?,
         map: text(&mut r, "map")?,
         next_map: text(&mut r, "next map")?,
         location: text(&mut r, "location")?,
-        min_players: r.u8("min players")?,
-        extra_flag: r.u8("flag byte")?,
+        min_players: r.u8().context("min players")?,
+        extra_flag: r.u8().context("flag byte")?,
         races: text(&mut r, "races")?,
         version: text(&mut r, "version")?,
-        password: r.u8("password")? != 0,
+        password: r.u8().context("password")? != 0,
         trailing: r.remaining(),
     })
 }

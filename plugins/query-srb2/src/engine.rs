@@ -7,8 +7,10 @@
 //! dropped, as the game does.
 
 use crate::msg::{self, PlayerInfo, ServerInfo};
-use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
-use query_wire::text::hex;
+use bzhead_wire::text::hex;
+use query_abi::{
+    keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, RetryTimer, Sink, Status, Value,
+};
 use std::net::SocketAddr;
 
 /// How long to wait for `PT_PLAYERINFO` once `PT_SERVERINFO` is in (they are sent back to back).
@@ -19,9 +21,7 @@ const PLAYERS_WAIT_MS: u64 = 500;
 pub struct Srb2Engine {
     target: SocketAddr,
     time: u32,
-    config: QueryConfig,
-    attempt: u32,
-    deadline: Option<u64>,
+    timer: RetryTimer,
     server: Option<Box<ServerInfo>>,
     players: Option<(Vec<PlayerInfo>, usize)>,
     done: bool,
@@ -30,28 +30,20 @@ pub struct Srb2Engine {
 impl Srb2Engine {
     /// Like [`QueryEngine::new`] with an explicit `time` value.
     pub fn with_time(target: SocketAddr, config: &QueryConfig, time: u32, now_ms: u64, sink: &mut dyn Sink) -> Self {
-        let mut e = Srb2Engine {
-            target,
-            time,
-            config: config.clone(),
-            attempt: 0,
-            deadline: None,
-            server: None,
-            players: None,
-            done: false,
-        };
+        let mut e =
+            Srb2Engine { target, time, timer: RetryTimer::new(config), server: None, players: None, done: false };
         e.send(now_ms, sink);
         e
     }
 
     fn send(&mut self, now_ms: u64, sink: &mut dyn Sink) {
         sink.send(self.target, &msg::askinfo(self.time));
-        self.deadline = Some(now_ms.saturating_add(self.config.wait_ms(self.attempt)));
+        self.timer.arm(now_ms);
     }
 
     fn finish(&mut self, sink: &mut dyn Sink) {
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         let Some(s) = self.server.take() else { return };
         let players = self.players.take();
         sink.server(keys::NAME, Value::Str(&s.name));
@@ -162,7 +154,7 @@ impl QueryEngine for Srb2Engine {
                     Ok(s) => self.server = Some(Box::new(s)),
                     Err(e) => {
                         self.done = true;
-                        self.deadline = None;
+                        self.timer.stop();
                         sink.done(Status::MALFORMED, &format!("PT_SERVERINFO: {e}"));
                         return Datagram::Accepted;
                     }
@@ -175,30 +167,29 @@ impl QueryEngine for Srb2Engine {
             if self.players.is_some() {
                 self.finish(sink);
             } else {
-                self.deadline = Some(now_ms.saturating_add(PLAYERS_WAIT_MS.min(self.config.wait_ms(0))));
+                self.timer.arm_in(now_ms, PLAYERS_WAIT_MS.min(self.timer.first_wait_ms()));
             }
         }
         Datagram::Accepted
     }
 
     fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.done || self.timer.is_waiting(now_ms) {
             return;
         }
         if self.server.is_some() {
             return self.finish(sink);
         }
-        if self.attempt >= self.config.retries {
+        if !self.timer.next_attempt() {
             self.done = true;
-            self.deadline = None;
-            let n = self.attempt + 1;
+            self.timer.stop();
+            let n = self.timer.attempts();
             return sink.done(Status::TIMEOUT, &format!("no PT_SERVERINFO after {n} request(s)"));
         }
-        self.attempt += 1;
         self.send(now_ms, sink);
     }
 
     fn next_deadline(&self) -> Option<u64> {
-        self.deadline
+        self.timer.deadline()
     }
 }

@@ -9,8 +9,8 @@
 //!   `refusereason` added), 4 (2.2.10-2.2.13; `flags` instead of `isdedicated`, a folder byte per file),
 //!   5 (2.2.15; `httpsource[256]` before the file list). Newer versions are read as 5.
 
-use query_wire::text::{until_nul, utf8_or_latin1};
-use query_wire::{DecodeError, DecodeResult, Reader};
+use bzhead_wire::text::{until_nul, utf8_or_latin1};
+use bzhead_wire::{DecodeError, DecodeResult, Reader, ResultExt};
 
 /// `PT_ASKINFO`.
 pub const PT_ASKINFO: u8 = 12;
@@ -149,44 +149,44 @@ fn game_type_name(n: u8) -> Option<&'static str> {
 /// Decodes a `PT_SERVERINFO` body (after the 8-byte header).
 pub fn parse_serverinfo(body: &[u8]) -> DecodeResult<ServerInfo> {
     let mut r = Reader::new(body);
-    let first = r.u8("version or 255")?;
+    let first = r.u8().context("version or 255")?;
     let (packet_version, application, version) = if first == 255 {
-        let pv = r.u8("packetversion")?;
+        let pv = r.u8().context("packetversion")?;
         if pv < 2 {
-            return Err(DecodeError::bad("packetversion", 1, "below 2 (the first 255-marked layout)"));
+            return Err(DecodeError::invalid("below 2 (the first 255-marked layout)", 1).context("packetversion"));
         }
-        let app = text(r.take(16, "application")?);
-        (Some(pv), Some(app), r.u8("version")?)
+        let app = text(r.take(16).context("application")?);
+        (Some(pv), Some(app), r.u8().context("version")?)
     } else {
         (None, None, first)
     };
     let pv = packet_version.unwrap_or(0);
-    let subversion = r.u8("subversion")?;
-    let players = r.u8("numberofplayer")?;
-    let max_players = r.u8("maxplayer")?;
-    let refuse_reason = if pv >= 3 { Some(r.u8("refusereason")?) } else { None };
+    let subversion = r.u8().context("subversion")?;
+    let players = r.u8().context("numberofplayer")?;
+    let max_players = r.u8().context("maxplayer")?;
+    let refuse_reason = if pv >= 3 { Some(r.u8().context("refusereason")?) } else { None };
     let (game_type, game_type_number) = if packet_version.is_some() {
-        (text(r.take(24, "gametypename")?), None)
+        (text(r.take(24).context("gametypename")?), None)
     } else {
-        let n = r.u8("gametype")?;
+        let n = r.u8().context("gametype")?;
         (game_type_name(n).map_or_else(|| n.to_string(), str::to_owned), Some(n))
     };
-    let modified = r.u8("modifiedgame")? != 0;
-    let cheats = r.u8("cheatsenabled")? != 0;
-    let flags = r.u8("flags or isdedicated")?;
+    let modified = r.u8().context("modifiedgame")? != 0;
+    let cheats = r.u8().context("cheatsenabled")? != 0;
+    let flags = r.u8().context("flags or isdedicated")?;
     let (dedicated, lots_of_addons) =
         if pv >= 4 { (flags & SV_DEDICATED != 0, Some(flags & SV_LOTSOFADDONS != 0)) } else { (flags != 0, None) };
-    let file_count = r.u8("fileneedednum")?;
-    let admin_player = if packet_version.is_none() { Some(r.u8("adminplayer")? as i8) } else { None };
-    let time = r.u32_le("time")?;
-    let level_time = r.u32_le("leveltime")?;
-    let name = text(r.take(32, "servername")?);
-    let map = text(r.take(8, "mapname")?);
-    let map_title = text(r.take(33, "maptitle")?);
-    let map_md5 = r.bytes::<16>("mapmd5")?;
-    let act = r.u8("actnum")?;
-    let zone = r.u8("iszone")? != 0;
-    let http_source = if pv >= 5 { Some(text(r.take(256, "httpsource")?)) } else { None };
+    let file_count = r.u8().context("fileneedednum")?;
+    let admin_player = if packet_version.is_none() { Some(r.u8().context("adminplayer")? as i8) } else { None };
+    let time = r.u32_le().context("time")?;
+    let level_time = r.u32_le().context("leveltime")?;
+    let name = text(r.take(32).context("servername")?);
+    let map = text(r.take(8).context("mapname")?);
+    let map_title = text(r.take(33).context("maptitle")?);
+    let map_md5 = r.array::<16>().context("mapmd5")?;
+    let act = r.u8().context("actnum")?;
+    let zone = r.u8().context("iszone")? != 0;
+    let http_source = if pv >= 5 { Some(text(r.take(256).context("httpsource")?)) } else { None };
     let mut info = ServerInfo {
         packet_version,
         application,
@@ -229,21 +229,21 @@ pub fn parse_serverinfo(body: &[u8]) -> DecodeResult<ServerInfo> {
 }
 
 fn file_entry(r: &mut Reader<'_>, has_folder: bool) -> DecodeResult<FileEntry> {
-    let status = r.u8("file status")?;
-    let folder = if has_folder { Some(r.u8("file folder")? != 0) } else { None };
-    let size = r.u32_le("file size")?;
+    let status = r.u8().context("file status")?;
+    let folder = if has_folder { Some(r.u8().context("file folder")? != 0) } else { None };
+    let size = r.u32_le().context("file size")?;
     // WRITESTRINGN: up to MAX_WADPATH bytes, NUL only if shorter.
     let rest = r.rest();
     let n = rest.iter().take(MAX_WADPATH).position(|&b| b == 0);
     let name = match n {
         Some(n) => {
-            let name = text(r.take(n, "file name")?);
-            r.skip(1, "file name NUL")?;
+            let name = text(r.take(n).context("file name")?);
+            r.skip(1).context("file name NUL")?;
             name
         }
-        None => text(r.take(MAX_WADPATH, "file name")?),
+        None => text(r.take(MAX_WADPATH).context("file name")?),
     };
-    let md5 = r.bytes::<16>("file md5")?;
+    let md5 = r.array::<16>().context("file md5")?;
     Ok(FileEntry { name, size, status, folder, md5 })
 }
 
@@ -273,16 +273,9 @@ pub fn parse_playerinfo(body: &[u8]) -> (Vec<PlayerInfo>, usize) {
     let mut chunks = body.chunks_exact(PLAYER_RECORD);
     for rec in chunks.by_ref().take(MAX_PLAYERS * 4) {
         let mut r = Reader::new(rec);
-        let (Ok(slot), Ok(name), Ok(_addr), Ok(team), Ok(skin), Ok(data), Ok(score), Ok(time)) = (
-            r.u8("num"),
-            r.take(22, "name"),
-            r.take(4, "address"),
-            r.u8("team"),
-            r.u8("skin"),
-            r.u8("data"),
-            r.u32_le("score"),
-            r.u16_le("timeinserver"),
-        ) else {
+        let (Ok(slot), Ok(name), Ok(_addr), Ok(team), Ok(skin), Ok(data), Ok(score), Ok(time)) =
+            (r.u8(), r.take(22), r.take(4), r.u8(), r.u8(), r.u8(), r.u32_le(), r.u16_le())
+        else {
             continue;
         };
         if slot == 255 {

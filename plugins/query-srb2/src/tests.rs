@@ -2,9 +2,9 @@
 
 use crate::engine::Srb2Engine;
 use crate::msg::{self, PT_PLAYERINFO, PT_SERVERINFO};
+use bzhead_wire::fuzz::{for_each_mutation, for_each_truncation};
 use query_abi::collect::{Collector, OwnedValue, Report};
 use query_abi::{keys, Datagram, QueryConfig, QueryEngine, Status};
-use query_wire::fuzz::{for_each_mutation, for_each_truncation};
 use std::net::SocketAddr;
 
 const TIME: u32 = 0x1122_3344;

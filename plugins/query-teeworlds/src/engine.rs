@@ -17,7 +17,9 @@
 //! the connless `gie3` with a varint browser token that is never -1), one `inf3` datagram with varint fields.
 
 use crate::msg::{self, Client, Kind06, ServerInfo};
-use query_abi::{keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, Sink, Status, Value};
+use query_abi::{
+    keys, CreateError, Datagram, Level, Player, QueryConfig, QueryEngine, RetryTimer, Sink, Status, Value,
+};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -115,9 +117,9 @@ impl QueryEngine for TeeworldsEngine {
 
     fn next_deadline(&self) -> Option<u64> {
         match self {
-            TeeworldsEngine::Six(e) => e.deadline,
-            TeeworldsEngine::Seven(e) => e.deadline,
-            TeeworldsEngine::Master(e) => e.deadline,
+            TeeworldsEngine::Six(e) => e.timer.deadline(),
+            TeeworldsEngine::Seven(e) => e.timer.deadline(),
+            TeeworldsEngine::Master(e) => e.deadline(),
         }
     }
 }
@@ -141,10 +143,7 @@ pub struct Six {
     target: SocketAddr,
     mode: Mode,
     token: u32,
-    wait_ms: [u64; 3],
-    retries: u32,
-    attempt: u32,
-    deadline: Option<u64>,
+    timer: RetryTimer,
     /// `iext` server part.
     ext_main: Option<ServerInfo>,
     /// Client records by packet number (0 = `iext`).
@@ -182,10 +181,7 @@ impl Six {
             target,
             mode,
             token: token & 0x00ff_ffff,
-            wait_ms: [config.wait_ms(0), config.wait_ms(1), config.wait_ms(2)],
-            retries: config.retries,
-            attempt: 0,
-            deadline: None,
+            timer: RetryTimer::new(config),
             ext_main: None,
             ext_pages: BTreeMap::new(),
             ext_short: false,
@@ -203,14 +199,10 @@ impl Six {
         self.token as u8
     }
 
-    fn wait(&self) -> u64 {
-        self.wait_ms.get(self.attempt as usize).or(self.wait_ms.last()).copied().unwrap_or(1000)
-    }
-
     /// Sends the request for the current attempt.
     fn send_request(&mut self, now_ms: u64, sink: &mut dyn Sink) {
         let req = match self.mode {
-            Mode::Auto if self.attempt % 2 == 1 => msg::plain_request(msg::GETINFO, self.low_token()),
+            Mode::Auto if self.timer.attempt() % 2 == 1 => msg::plain_request(msg::GETINFO, self.low_token()),
             Mode::Auto | Mode::Extended => msg::xe_request(self.token),
             Mode::Vanilla => msg::plain_request(msg::GETINFO, self.low_token()),
             Mode::Legacy64 => msg::plain_request(msg::GETINFO_64_LEGACY, self.low_token()),
@@ -219,7 +211,7 @@ impl Six {
             self.legacy_sent = true;
         }
         sink.send(self.target, &req);
-        self.deadline = Some(now_ms.saturating_add(self.wait()));
+        self.timer.arm(now_ms);
     }
 
     fn accepts(&self, kind: Kind06) -> bool {
@@ -290,7 +282,7 @@ impl Six {
                 if more && self.mode == Mode::Auto && !self.legacy_sent {
                     self.legacy_sent = true;
                     sink.send(self.target, &msg::plain_request(msg::GETINFO_64_LEGACY, self.low_token()));
-                    self.deadline = Some(now_ms.saturating_add(self.wait_ms[0]));
+                    self.timer.arm_in(now_ms, self.timer.first_wait_ms());
                 }
             }
             Kind06::ExtendedMore => {}
@@ -314,14 +306,14 @@ impl Six {
             if self.ext_short || count_reaches(self.ext_count(), main.num_clients) {
                 return self.finish_extended(sink, !self.ext_short);
             }
-            self.deadline = Some(now_ms.saturating_add(PAGE_WAIT_MS.min(self.wait())));
+            self.timer.arm_in(now_ms, PAGE_WAIT_MS.min(self.timer.wait_ms()));
             return;
         }
         if let Some(main) = &self.legacy_main {
             if count_reaches(self.legacy_count(), main.num_clients) {
                 return self.finish_legacy(sink, true);
             }
-            self.deadline = Some(now_ms.saturating_add(PAGE_WAIT_MS.min(self.wait())));
+            self.timer.arm_in(now_ms, PAGE_WAIT_MS.min(self.timer.wait_ms()));
             return;
         }
         if self.vanilla.is_some() && !(self.legacy_sent && self.mode == Mode::Auto) {
@@ -331,7 +323,7 @@ impl Six {
     }
 
     fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.done || self.timer.is_waiting(now_ms) {
             return;
         }
         // Give up on the legacy pages: use what we have.
@@ -340,21 +332,20 @@ impl Six {
                 && self.legacy_count() > self.vanilla.as_ref().map_or(0, |v| v.clients.len());
             return if legacy_better { self.finish_legacy(sink, false) } else { self.finish_vanilla(sink) };
         }
-        if self.attempt >= self.retries {
+        if !self.timer.next_attempt() {
             if self.ext_main.is_some() {
                 return self.finish_extended(sink, false);
             }
             if self.legacy_main.is_some() {
                 return self.finish_legacy(sink, false);
             }
-            let n = self.attempt + 1;
+            let n = self.timer.attempts();
             return self.fail(sink, Status::TIMEOUT, &format!("no reply after {n} request(s)"));
         }
-        self.attempt += 1;
         if self.ext_main.is_some() {
             // A page was lost: ask again (DDNet answers from its cache, the pages are the same).
             sink.send(self.target, &msg::xe_request(self.token));
-            self.deadline = Some(now_ms.saturating_add(self.wait()));
+            self.timer.arm(now_ms);
         } else {
             self.send_request(now_ms, sink);
         }
@@ -362,7 +353,7 @@ impl Six {
 
     fn fail(&mut self, sink: &mut dyn Sink, status: Status, why: &str) {
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         sink.done(status, why);
     }
 
@@ -379,7 +370,7 @@ impl Six {
             ("rate_limited", Value::Bool(self.ext_short)),
         ];
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         emit(sink, &main, &clients, Some(complete), raw, None);
     }
 
@@ -389,7 +380,7 @@ impl Six {
         let known = suffix.map_or(v.server.num_clients, |(n, _)| n);
         let complete = count_reaches(v.clients.len(), known);
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         emit(sink, &v.server, &v.clients, Some(complete), &[("format", Value::Str("vanilla"))], suffix);
     }
 
@@ -399,7 +390,7 @@ impl Six {
             std::mem::take(&mut self.legacy_pages).into_values().flatten().take(msg::MAX_CLIENTS).collect();
         let complete = complete && count_reaches(clients.len(), main.num_clients);
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         emit(sink, &main, &clients, Some(complete), &[("format", Value::Str("legacy64"))], None);
     }
 }
@@ -488,11 +479,8 @@ pub struct Seven {
     target: SocketAddr,
     tokens: Tokens,
     server_token: [u8; 4],
-    wait_ms: [u64; 3],
-    retries: u32,
-    attempt: u32,
+    timer: RetryTimer,
     stage: Stage,
-    deadline: Option<u64>,
 }
 
 impl Seven {
@@ -505,18 +493,11 @@ impl Seven {
             target,
             tokens,
             server_token: msg::TOKEN7_NONE,
-            wait_ms: [config.wait_ms(0), config.wait_ms(1), config.wait_ms(2)],
-            retries: config.retries,
-            attempt: 0,
+            timer: RetryTimer::new(config),
             stage: Stage::Token,
-            deadline: None,
         };
         e.send(now_ms, sink);
         e
-    }
-
-    fn wait(&self) -> u64 {
-        self.wait_ms.get(self.attempt as usize).or(self.wait_ms.last()).copied().unwrap_or(1000)
     }
 
     fn send(&mut self, now_ms: u64, sink: &mut dyn Sink) {
@@ -526,7 +507,7 @@ impl Seven {
             Stage::Done => return,
         };
         sink.send(self.target, &req);
-        self.deadline = Some(now_ms.saturating_add(self.wait()));
+        self.timer.arm(now_ms);
     }
 
     fn on_datagram(&mut self, now_ms: u64, from: SocketAddr, data: &[u8], sink: &mut dyn Sink) -> Datagram {
@@ -547,7 +528,7 @@ impl Seven {
             return Datagram::Ignored;
         }
         self.stage = Stage::Done;
-        self.deadline = None;
+        self.timer.stop();
         match msg::parse_info07(payload) {
             Ok(info) => {
                 // Newer DDNet cuts an over-long 0.7 list and says so with a ` [clients/max]` name suffix.
@@ -562,17 +543,16 @@ impl Seven {
     }
 
     fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.stage == Stage::Done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.stage == Stage::Done || self.timer.is_waiting(now_ms) {
             return;
         }
-        if self.attempt >= self.retries {
+        if !self.timer.next_attempt() {
             let what = if self.stage == Stage::Token { "token handshake" } else { "info request" };
             self.stage = Stage::Done;
-            self.deadline = None;
-            let n = self.attempt + 1;
+            self.timer.stop();
+            let n = self.timer.attempts();
             return sink.done(Status::TIMEOUT, &format!("no reply to the 0.7 {what} after {n} attempt(s)"));
         }
-        self.attempt += 1;
         // The server token stays valid 16-32 s, so a lost info reply only needs the info request again.
         self.send(now_ms, sink);
     }

@@ -3,7 +3,8 @@
 //! Protocols: `teeworlds` (0.6 family: DDNet extended info with the 24-bit token and paged players, vanilla `inf3`,
 //! the 64-player legacy form), `teeworlds7` (Teeworlds 0.7 with its token handshake), and the UDP masters'
 //! lists `teeworlds-master` (0.6) and `teeworlds7-master` (0.7) ([`master`]). The state machines are in
-//! [`engine`], the message formats in [`msg`]; both are plain safe Rust, tested against real captures.
+//! [`engine`], the message formats in [`msg`] with their variable-length integers in [`varint`]; all plain safe
+//! Rust, tested against real captures.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -12,6 +13,7 @@ pub mod master;
 pub mod msg;
 #[cfg(test)]
 mod tests;
+pub mod varint;
 
 query_abi::declare_query_plugin! {
     name: "teeworlds",

@@ -12,7 +12,7 @@
 //!   are skipped. At most [`MAX_ENTRIES`] entries are kept.
 
 use crate::msg;
-use query_abi::{Datagram, QueryConfig, Sink, Status, Value};
+use query_abi::{Datagram, QueryConfig, RetryTimer, Sink, Status, Value};
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
@@ -71,10 +71,7 @@ pub struct MasterQuery {
     seven: bool,
     client7: [u8; 4],
     master7: Option<[u8; 4]>,
-    config: QueryConfig,
-    attempt: u32,
-    /// When to act next.
-    pub deadline: Option<u64>,
+    timer: RetryTimer,
     seen: HashSet<SocketAddr>,
     pages: u32,
     count: Option<u16>,
@@ -96,17 +93,20 @@ impl MasterQuery {
             seven,
             client7,
             master7: None,
-            config: config.without_params(),
-            attempt: 0,
-            deadline: None,
+            timer: RetryTimer::new(config),
             seen: HashSet::new(),
             pages: 0,
             count: None,
             done: false,
         };
         q.send_requests(sink);
-        q.deadline = Some(now_ms.saturating_add(q.config.wait_ms(0)));
+        q.timer.arm(now_ms);
         q
+    }
+
+    /// When to act next.
+    pub fn deadline(&self) -> Option<u64> {
+        self.timer.deadline()
     }
 
     fn send_requests(&mut self, sink: &mut dyn Sink) {
@@ -136,7 +136,7 @@ impl MasterQuery {
                 let Some(t) = msg::token_reply7(data, self.client7) else { return Datagram::Ignored };
                 self.master7 = Some(t);
                 self.send_requests(sink);
-                self.deadline = Some(now_ms.saturating_add(self.config.wait_ms(self.attempt)));
+                self.timer.arm(now_ms);
                 return Datagram::Accepted;
             }
             match msg::connless7(data, self.client7) {
@@ -169,34 +169,33 @@ impl MasterQuery {
         if self.count.is_some_and(|c| self.seen.len() >= usize::from(c)) && (self.pages > 0 || self.count == Some(0)) {
             self.finish(sink);
         } else {
-            self.deadline = Some(now_ms.saturating_add(PAGE_WAIT_MS.max(self.config.wait_ms(0))));
+            self.timer.arm_in(now_ms, PAGE_WAIT_MS.max(self.timer.first_wait_ms()));
         }
         Datagram::Accepted
     }
 
     /// A deadline passed.
     pub fn on_timeout(&mut self, now_ms: u64, sink: &mut dyn Sink) {
-        if self.done || self.deadline.is_some_and(|d| now_ms < d) {
+        if self.done || self.timer.is_waiting(now_ms) {
             return;
         }
         if self.pages > 0 || self.count == Some(0) {
             return self.finish(sink);
         }
-        if self.attempt < self.config.retries {
-            self.attempt += 1;
+        if self.timer.next_attempt() {
             self.send_requests(sink);
-            self.deadline = Some(now_ms.saturating_add(self.config.wait_ms(self.attempt)));
+            self.timer.arm(now_ms);
             return;
         }
         self.done = true;
-        self.deadline = None;
-        let n = self.attempt + 1;
+        self.timer.stop();
+        let n = self.timer.attempts();
         sink.done(Status::TIMEOUT, &format!("no list from the master after {n} attempt(s)"));
     }
 
     fn finish(&mut self, sink: &mut dyn Sink) {
         self.done = true;
-        self.deadline = None;
+        self.timer.stop();
         sink.raw("entries", Value::Int(i64::try_from(self.seen.len()).unwrap_or(i64::MAX)));
         sink.raw("pages", Value::Int(i64::from(self.pages)));
         if let Some(c) = self.count {

@@ -4,8 +4,9 @@
 //! and Teeworlds 0.7.5 (`CServer::GenerateServerInfo`, `CNetBase::SendPacketConnless`), checked against the
 //! captures in `testdata/`.
 
-use query_wire::text::{atoi, lossy, parse_int};
-use query_wire::{put_tw_varint, DecodeError, DecodeResult, ErrorKind, Reader};
+use crate::varint;
+use bzhead_wire::text::{atoi, lossy, parse_int};
+use bzhead_wire::{DecodeError, DecodeErrorKind, DecodeResult, Reader, ResultExt};
 
 /// Connless info request.
 pub const GETINFO: &[u8; 8] = b"\xff\xff\xff\xffgie3";
@@ -78,7 +79,7 @@ pub fn info_request7(server_token: [u8; 4], client_token: [u8; 4], browser_token
     r.extend_from_slice(&server_token);
     r.extend_from_slice(&client_token);
     r.extend_from_slice(GETINFO);
-    put_tw_varint(&mut r, browser_token);
+    varint::put(&mut r, browser_token);
     r
 }
 
@@ -117,7 +118,7 @@ pub fn classify06(data: &[u8]) -> Option<(Kind06, &[u8])> {
 /// The token at the start of a 0.6-family body (a decimal string), if it is one.
 pub fn token06(body: &[u8]) -> Option<i64> {
     let mut r = Reader::new(body);
-    parse_int(r.cstr("token").ok()?)
+    parse_int(r.cstr().ok()?)
 }
 
 /// One client of an info reply.
@@ -170,9 +171,9 @@ pub struct ServerInfo {
 
 /// Maps a reader error to the field being read (for error texts); keeps the position.
 fn num(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<i64> {
-    let at = r.pos();
-    let s = r.cstr(field)?;
-    parse_int(s).ok_or_else(|| DecodeError::bad(field, at, "not a decimal integer"))
+    let at = r.position();
+    let s = r.cstr().context(field)?;
+    parse_int(s).ok_or_else(|| DecodeError::invalid("not a decimal integer", at).context(field))
 }
 
 /// Longest text field kept, in bytes (real ones are far shorter: names 16, server names up to 128). Longer ones are
@@ -180,15 +181,15 @@ fn num(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<i64> {
 pub const MAX_FIELD: usize = 256;
 
 fn text(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<String> {
-    let b = r.cstr(field)?;
+    let b = r.cstr().context(field)?;
     Ok(lossy(b.get(..MAX_FIELD).unwrap_or(b)).into_owned())
 }
 
-fn counters(r: &mut Reader<'_>, info: &mut ServerInfo, varint: bool) -> DecodeResult<()> {
-    let at = r.pos();
+fn counters(r: &mut Reader<'_>, info: &mut ServerInfo, varints: bool) -> DecodeResult<()> {
+    let at = r.position();
     let get = |r: &mut Reader<'_>, f: &'static str| -> DecodeResult<i64> {
-        if varint {
-            r.tw_varint(f).map(i64::from)
+        if varints {
+            varint::read(r).context(f).map(i64::from)
         } else {
             num(r, f)
         }
@@ -202,7 +203,7 @@ fn counters(r: &mut Reader<'_>, info: &mut ServerInfo, varint: bool) -> DecodeRe
         .iter()
         .any(|&v| !(0..=limit).contains(&v))
     {
-        return Err(DecodeError::bad("player counts", at, "negative or absurd player count"));
+        return Err(DecodeError::invalid("negative or absurd player count", at).context("player counts"));
     }
     Ok(())
 }
@@ -211,19 +212,16 @@ fn counters(r: &mut Reader<'_>, info: &mut ServerInfo, varint: bool) -> DecodeRe
 fn clients06(r: &mut Reader<'_>, extended: bool, out: &mut Vec<Client>) -> DecodeResult<()> {
     while !r.is_empty() {
         if out.len() >= MAX_CLIENTS {
-            return Err(DecodeError {
-                kind: ErrorKind::TooMany { max: MAX_CLIENTS, got: out.len() + 1 },
-                at: r.pos(),
-                field: "client records",
-            });
+            let got = out.len() + 1;
+            return Err(r.error(DecodeErrorKind::TooLong { field: "client records", max: MAX_CLIENTS, got }));
         }
         let name = text(r, "client name")?;
         let clan = text(r, "client clan")?;
-        let country = atoi(r.cstr("client country")?);
-        let score = atoi(r.cstr("client score")?);
-        let flags = atoi(r.cstr("client is-player")?);
+        let country = atoi(r.cstr().context("client country")?);
+        let score = atoi(r.cstr().context("client score")?);
+        let flags = atoi(r.cstr().context("client is-player")?);
         if extended {
-            r.cstr("client reserved")?;
+            r.cstr().context("client reserved")?;
         }
         out.push(Client { name, clan, country, score, flags });
     }
@@ -258,14 +256,14 @@ pub fn parse_info06(kind: Kind06, body: &[u8]) -> DecodeResult<Info06> {
     let mut offset = None;
     match kind {
         Kind06::Extended => {
-            r.cstr("reserved")?;
+            r.cstr().context("reserved")?;
         }
         Kind06::Legacy64 => {
             // An unterminated varint in the middle of the NUL-separated list.
-            let at = r.pos();
-            let o = r.tw_varint("offset")?;
+            let at = r.position();
+            let o = varint::read(&mut r).context("offset")?;
             if !(0..MAX_CLIENTS as i32).contains(&o) {
-                return Err(DecodeError::bad("offset", at, "client offset out of range"));
+                return Err(DecodeError::invalid("client offset out of range", at).context("offset"));
             }
             offset = Some(i64::from(o));
         }
@@ -291,14 +289,14 @@ pub struct ExtendedMore {
 pub fn parse_extended_more(body: &[u8]) -> DecodeResult<ExtendedMore> {
     let mut r = Reader::new(body);
     let token = num(&mut r, "token")?;
-    let at = r.pos();
+    let at = r.position();
     let packet_no = num(&mut r, "packet number")?;
     // DDNet's client accepts 1..=63 (0 is the main packet, 64 bits of bookkeeping).
     let packet_no = u32::try_from(packet_no)
         .ok()
         .filter(|n| (1..64).contains(n))
-        .ok_or_else(|| DecodeError::bad("packet number", at, "not in 1..63"))?;
-    r.cstr("reserved")?;
+        .ok_or_else(|| DecodeError::invalid("not in 1..63", at).context("packet number"))?;
+    r.cstr().context("reserved")?;
     let mut clients = Vec::new();
     clients06(&mut r, true, &mut clients)?;
     Ok(ExtendedMore { token, packet_no, clients })
@@ -316,15 +314,15 @@ pub fn name_suffix(name: &str) -> Option<(i64, i64)> {
 /// If `data` is a 0.7 token reply (`04 00 00 <client token> 05 <server token>`) to `client_token`, the server token.
 pub fn token_reply7(data: &[u8], client_token: [u8; 4]) -> Option<[u8; 4]> {
     let mut r = Reader::new(data);
-    let first = r.u8("flags").ok()?;
+    let first = r.u8().ok()?;
     if (first >> 2) & FLAG7_CONTROL == 0 || (first >> 2) & FLAG7_CONNLESS != 0 {
         return None;
     }
-    r.skip(2, "ack and chunks").ok()?;
-    if r.bytes::<4>("token").ok()? != client_token || r.u8("control message").ok()? != CTRL7_TOKEN {
+    r.skip(2).ok()?;
+    if r.array::<4>().ok()? != client_token || r.u8().ok()? != CTRL7_TOKEN {
         return None;
     }
-    r.bytes::<4>("server token").ok()
+    r.array::<4>().ok()
 }
 
 /// If `data` is a 0.7 connless datagram addressed to `client_token`, its payload (after the 9-byte header).
@@ -351,37 +349,34 @@ pub struct Info07 {
 /// The browser token of a 0.7 payload starting with `inf3`, if it is one.
 pub fn token07(payload: &[u8]) -> Option<i32> {
     let mut r = Reader::new(payload);
-    r.expect(INFO, "magic").ok()?;
-    r.tw_varint("token").ok()
+    r.expect(INFO).ok()?;
+    varint::read(&mut r).ok()
 }
 
 /// Parses a 0.7 `inf3` payload (after the 9-byte connless header).
 pub fn parse_info07(payload: &[u8]) -> DecodeResult<Info07> {
     let mut r = Reader::new(payload);
-    r.expect(INFO, "magic")?;
-    let mut s = ServerInfo { token: i64::from(r.tw_varint("token")?), ..ServerInfo::default() };
+    r.expect(INFO).context("magic")?;
+    let mut s = ServerInfo { token: i64::from(varint::read(&mut r).context("token")?), ..ServerInfo::default() };
     s.version = text(&mut r, "version")?;
     s.name = text(&mut r, "name")?;
     s.hostname = Some(text(&mut r, "hostname")?);
     s.map = text(&mut r, "map")?;
     s.game_type = text(&mut r, "game type")?;
-    s.flags = i64::from(r.tw_varint("flags")?);
-    s.skill_level = Some(i64::from(r.tw_varint("skill level")?));
+    s.flags = i64::from(varint::read(&mut r).context("flags")?);
+    s.skill_level = Some(i64::from(varint::read(&mut r).context("skill level")?));
     counters(&mut r, &mut s, true)?;
     let mut clients = Vec::new();
     while !r.is_empty() {
         if clients.len() >= MAX_CLIENTS {
-            return Err(DecodeError {
-                kind: ErrorKind::TooMany { max: MAX_CLIENTS, got: clients.len() + 1 },
-                at: r.pos(),
-                field: "client records",
-            });
+            let got = clients.len() + 1;
+            return Err(r.error(DecodeErrorKind::TooLong { field: "client records", max: MAX_CLIENTS, got }));
         }
         let name = text(&mut r, "client name")?;
         let clan = text(&mut r, "client clan")?;
-        let country = i64::from(r.tw_varint("client country")?);
-        let score = i64::from(r.tw_varint("client score")?);
-        let flags = i64::from(r.tw_varint("client flags")?);
+        let country = i64::from(varint::read(&mut r).context("client country")?);
+        let score = i64::from(varint::read(&mut r).context("client score")?);
+        let flags = i64::from(varint::read(&mut r).context("client flags")?);
         clients.push(Client { name, clan, country, score, flags });
     }
     Ok(Info07 { server: s, clients })

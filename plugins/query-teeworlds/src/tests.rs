@@ -1,9 +1,9 @@
 //! The engines against the captures in `testdata/` (DDNet 16.4 and Teeworlds 0.7.5 on loopback), in virtual time.
 
 use crate::engine::{TeeworldsEngine, Tokens};
+use bzhead_wire::fuzz::{for_each_mutation, for_each_truncation};
 use query_abi::collect::{Collector, OwnedPlayer, OwnedValue, Report};
 use query_abi::{keys, Datagram, QueryConfig, QueryEngine, Status};
-use query_wire::fuzz::{for_each_mutation, for_each_truncation};
 use serde_json::Value as Json;
 use std::net::SocketAddr;
 

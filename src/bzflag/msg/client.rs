@@ -5,7 +5,7 @@ use super::Message;
 use crate::bzflag::consts::{
     code as c, PlayerType, Team, CALLSIGN_LEN, MESSAGE_LEN, MOTTO_LEN, TOKEN_LEN, VERSION_LEN,
 };
-use crate::wire::{DecodeError, Reader, Writer};
+use crate::wire::{DecodeError, Reader, ReaderExt, Writer};
 
 /// A message a client sends to a `bzfs` server. Unknown codes are kept as [`ClientMsg::Unknown`].
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 use super::types::*;
 use super::Message;
 use crate::bzflag::consts::{code as c, PlayerType, RejectCode, Team, MESSAGE_LEN, REJECT_REASON_LEN};
-use crate::wire::{DecodeError, DecodeErrorKind, Reader, Writer};
+use crate::wire::{DecodeError, DecodeErrorKind, Reader, ReaderExt, Writer};
 
 /// An entry of `MsgAdminInfo`.
 #[derive(Debug, Clone, PartialEq, Eq)]

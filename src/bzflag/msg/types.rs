@@ -1,7 +1,7 @@
 //! Payload records shared by several messages.
 
 use crate::bzflag::consts::{FlagStatus, PlayerStatus, Team, FIRING_INFO_PLEN};
-use crate::wire::{DecodeResult, Reader, Writer};
+use crate::wire::{DecodeResult, Reader, ReaderExt, Writer};
 use serde::Serialize;
 
 /// A flag abbreviation: exactly two bytes on the wire, second byte 0 for one-letter flags, both 0 for "none".

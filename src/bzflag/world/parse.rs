@@ -20,7 +20,7 @@ use glam::Vec3;
 
 use super::types::*;
 use super::WorldError;
-use crate::wire::{DecodeError, DecodeErrorKind, DecodeResult, Reader};
+use crate::wire::{DecodeError, DecodeErrorKind, DecodeResult, Reader, ReaderExt};
 
 /// A decode error plus where it happened, innermost place first.
 pub(crate) struct Fail {
