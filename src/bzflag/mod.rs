@@ -23,7 +23,7 @@ pub mod game;
 pub mod msg;
 pub mod netstats;
 pub mod play;
-pub mod query;
+pub mod server_info;
 pub mod session;
 pub mod vars;
 pub mod world;

@@ -76,11 +76,11 @@ pub fn run(a: BzflagArgs) -> u8 {
     if json {
         // The same writer as every protocol's results (`scan --json`).
         let mut line = Vec::new();
-        bzhead::bzflag::query::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
+        bzhead::bzflag::server_info::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
         line.push(b'\n');
         let _ = out.write_all(&line);
     } else {
-        let _ = write!(out, "{}", bzhead::bzflag::query::to_text(&game, &teams, &players));
+        let _ = write!(out, "{}", bzhead::bzflag::server_info::to_text(&game, &teams, &players));
     }
     exit::OK
 }

@@ -37,9 +37,9 @@ pub mod geometry;
 pub mod links;
 mod model;
 mod parse;
-mod query;
 pub mod report;
 mod shots;
+mod spatial;
 pub mod tessellate;
 mod types;
 pub mod xform;
@@ -59,8 +59,8 @@ pub use model::{
     WallModel, WorldModel, MAX_EXTENT,
 };
 pub use parse::{MAX_DECODED_SIZE, MAX_GROUP_INSTANCES};
-pub use query::{FieldEntry, Ground, Hit, Mask, TankBox};
 pub use shots::{SegmentReason, ShotOptions, ShotSegment};
+pub use spatial::{FieldEntry, Ground, Hit, Mask, TankBox};
 pub use types::*;
 
 use crate::wire::DecodeError;

@@ -336,7 +336,7 @@ pub(crate) struct Prim {
     pub(crate) index: u32,
 }
 
-/// The queryable world. Build it with [`WorldModel::build`]; query it with the methods in `query`.
+/// The queryable world. Build it with [`WorldModel::build`]; query it with the methods in `spatial`.
 #[derive(Debug, Clone)]
 pub struct WorldModel {
     /// Every obstacle after expansion, in expansion order.

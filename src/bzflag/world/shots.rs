@@ -10,7 +10,7 @@
 use glam::Vec3;
 
 use super::model::WorldModel;
-use super::query::Mask;
+use super::spatial::Mask;
 use super::types::ObstacleKind;
 
 const EPSILON: f32 = 1.0e-6;
@@ -158,7 +158,7 @@ impl WorldModel {
     /// The first hit on `o + d·[0, t]` that lies beyond [`EPSILON`] (as a fraction of the whole segment). A
     /// segment that starts on a surface (after a ricochet or a teleport) meets that surface at once; the query is
     /// then repeated from a little further on, so that what lies behind is still found.
-    fn first_hit_after(&self, o: Vec3, d: Vec3, t: f32, solids: bool) -> Option<super::query::Hit> {
+    fn first_hit_after(&self, o: Vec3, d: Vec3, t: f32, solids: bool) -> Option<super::spatial::Hit> {
         const STEP: f32 = 1.0e-4;
         let mut from = 0.0f32;
         for _ in 0..8 {
@@ -177,7 +177,7 @@ impl WorldModel {
     }
 
     /// The first obstacle that stops shots (when `solids`) or teleporter field on the segment.
-    fn first_hit(&self, a: Vec3, b: Vec3, solids: bool) -> Option<super::query::Hit> {
+    fn first_hit(&self, a: Vec3, b: Vec3, solids: bool) -> Option<super::spatial::Hit> {
         if solids {
             self.segment(a, b, Mask::Shots)
         } else {
