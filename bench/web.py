@@ -22,7 +22,7 @@ viewers close and the next measurement starts.
 Prints a Markdown table per variant (medians over the rounds; the delays pooled over them) and whether the issue's
 target holds (20 viewers cost at most twice the CPU of none). Progress goes to stderr.
 """
-import argparse, json, os, socket, statistics, subprocess, sys, threading, time, urllib.request
+import argparse, json, os, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -122,6 +122,7 @@ def main():
         variants.append((name, settings, env))
     bzfs, server = start_bzfs(["-c", "-j", "+r", "-ms", "3", "-mp", "0,10,10,0,0,30"])
     procs = [bzfs]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the finally below ends bzfs, the bots and observers
     try:
         bots = subprocess.Popen([a.bzhead, "bot", "hunter,capper", "--count", str(a.bots), "--team", "red,green",
                                  "--quiet", server], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -129,7 +130,7 @@ def main():
         observers = []
         for name, settings, env in variants:
             obs = subprocess.Popen([a.bzhead, "observe", "--web", "127.0.0.1:0", "--netstats", "0", "--no-cache",
-                                    server], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+                                    "--callsign", f"web-{name}"[:30], server], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
             procs.append(obs)
             url = None
             for line in obs.stderr:

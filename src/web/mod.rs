@@ -41,12 +41,12 @@ use state::{FlagOut, PlayerSig, TeamOut};
 /// The stream's frame interval: least time between two pushes of a server when only motion changed (player
 /// updates, flags in flight, guided missiles). The page reckons tanks, shots and missiles at its own frame rate in
 /// between. `BZHEAD_WEB_PUSH_MS` overrides it (for measuring).
-pub const PUSH_INTERVAL: Duration = Duration::from_millis(200);
+pub const PUSH_INTERVAL: Duration = Duration::from_millis(250);
 /// Least time between two pushes of a server when something happened that the page cannot reckon (a shot fired or
 /// ended, a kill, a spawn, a join or leave, a flag taken or dropped, a score, a chat line): such a push goes out in
 /// the reactor turn the event arrives in unless another went out less than this ago. `BZHEAD_WEB_EVENT_MS`
 /// overrides it.
-pub const EVENT_INTERVAL: Duration = Duration::from_millis(50);
+pub const EVENT_INTERVAL: Duration = Duration::from_millis(100);
 /// A quiet stream gets a comment this often (keeps proxies and the browser's stream alive).
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Guided missiles are flown in steps of at most this (s) between two states.
@@ -502,7 +502,7 @@ impl WebView {
                    "water": w.water_level})
         });
         json!({"server": si, "label": s.label, "address": s.addr.to_string(), "status": s.status.name(),
-               "world": world, "push_ms": PUSH_INTERVAL.as_millis() as u64})
+               "world": world, "push_ms": self.push_interval.as_millis() as u64})
     }
 
     /// `GET /api/state?server=N`: see the shape; positions dead-reckoned to `now`.
@@ -578,7 +578,7 @@ fn link_json(reactor: &Reactor, sid: SessionId, now: Instant) -> Value {
     let Some(session) = reactor.session(sid) else { return Value::Null };
     let net = session.net_stats();
     json!({
-        "lag_ms": net.own_lag_ms(now).map(|v| round2(v)),
+        "lag_ms": net.own_lag_ms(now).map(round2),
         "command_rtt_ms": net.command_rtt_ms(now).map(|v| (v * 100.0).round() / 100.0),
         "udp": session.udp_up(),
     })

@@ -72,10 +72,10 @@ struct PlayerOut<'a> {
 /// A shot with its whole path: `segs` are `[t0, t1, x, y, vx, vy]` in shot time. A guided missile has one segment
 /// from its current pose, and `gm`: `[x, y, z, azimuth, elevation, target, turn rate (rad/s), speed, time flown]`,
 /// for the page to fly it on, turning towards its target, until the next state.
-struct ShotOut<'a> {
-    shot: &'a LiveShot,
-    now: Instant,
-    phys: &'a Physics,
+pub(super) struct ShotOut<'a> {
+    pub(super) shot: &'a LiveShot,
+    pub(super) now: Instant,
+    pub(super) phys: &'a Physics,
 }
 
 impl Serialize for ShotOut<'_> {

@@ -375,7 +375,7 @@ fn outline_path(s: &mut String, faces: &[&[Vec3]], style: &str) {
             }
         }
     }
-    edges.sort_by(|x, y| x.0.cmp(&y.0));
+    edges.sort_by_key(|e| e.0);
     let mut d = String::new();
     let mut i = 0;
     while i < edges.len() {
