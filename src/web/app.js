@@ -1,5 +1,7 @@
 // bzhead live view: one Server-Sent Events stream per server (/events?server=N), drawn on a canvas over the
-// world map (/map.svg?server=N). Tanks and shots are extrapolated at the display's frame rate between states.
+// world map (/map.svg?server=N). Tanks, shots and guided missiles are extrapolated at the display's frame rate
+// between states: tanks on the arc of their velocity and angular velocity, shots along their paths (ricochets and
+// teleports included), missiles turning towards their targets.
 // Every name from the server is put in the page as text (textContent), never as HTML.
 "use strict";
 
@@ -23,7 +25,7 @@ let players = new Map();    // id -> { p, recv }: each player as its last state 
 let netById = new Map();    // id -> network figures (sent once a second)
 let flags = new Map();      // index -> flag
 let teams = [];
-let shots = new Map();      // key -> { shot, recv }
+let shots = new Map();      // key -> { shot, recv, sim (guided missiles: flown on between states) }
 let streamStatus = "connecting";
 let observerStatus = "connecting";
 
@@ -133,9 +135,29 @@ function onState(s) {
   }
   // A full state replaces everything; the others carry only what changed.
   if (s.full) { shots = new Map(); players = new Map(); netById = new Map(); flags = new Map(); }
-  for (const sh of s.shots.new) shots.set(sh.key, { shot: sh, recv: s.recv });
+  for (const sh of s.shots.new) {
+    const old = shots.get(sh.key);
+    const entry = { shot: sh, recv: s.recv };
+    if (sh.gm) {
+      // A missile's new pose from the observer: fly it on from there, keeping the trail drawn so far.
+      const g = sh.gm;
+      entry.sim = { x: g[0], y: g[1], z: g[2], az: g[3], el: g[4], t: g[8], trail: old && old.sim ? old.sim.trail : [] };
+    }
+    shots.set(sh.key, entry);
+  }
   for (const k of s.shots.gone) shots.delete(k);
-  for (const p of s.players) players.set(p.id, { p, recv: s.recv });
+  for (const p of s.players) {
+    // A tank's new pose: the page's reckoning so far was off by some error; take it back over a short while
+    // instead of jumping (not after a spawn, a teleport or a long jump).
+    const old = players.get(p.id);
+    const entry = { p, recv: s.recv, err: null };
+    if (old && old.p.alive && p.alive) {
+      const [ox, oy] = tankAt(old, s.recv);
+      const ex = ox - p.pos[0], ey = oy - p.pos[1];
+      if (Math.hypot(ex, ey) < SMOOTH_MAX) entry.err = [ex, ey];
+    }
+    players.set(p.id, entry);
+  }
   for (const id of s.gone || []) { players.delete(id); netById.delete(id); }
   for (const f of s.flags || []) flags.set(f.index, f);
   for (const i of s.flags_gone || []) flags.delete(i);
@@ -210,6 +232,54 @@ function transform() {
   return { k, x: (x) => (x + h) * k, y: (y) => (h - y) * k };
 }
 
+// How long a correction of a tank's reckoned position is spread over (ms), and the largest one spread (world units).
+const SMOOTH_MS = 150, SMOOTH_MAX = 15;
+// Guided missiles are flown in steps of at most this (s); their targets' muzzle height.
+const GM_STEP = 0.02, MUZZLE_HEIGHT = 1.57;
+
+// Where a tank is drawn at `now`: its reckoned position, plus what is left of the last correction.
+function tankAt(entry, now) {
+  const p = entry.p;
+  const [x, y, az] = reckon(p, Math.min(5, Math.max(0, (now - entry.recv) / 1000)));
+  if (!entry.err) return [x, y, az];
+  const k = 1 - (now - entry.recv) / SMOOTH_MS;
+  if (k <= 0) { entry.err = null; return [x, y, az]; }
+  return [x + entry.err[0] * k, y + entry.err[1] * k, az];
+}
+
+function turnTo(cur, want, max) {
+  let d = want - cur;
+  d = Math.atan2(Math.sin(d), Math.cos(d));
+  return Math.abs(d) <= max ? want : cur + Math.sign(d) * max;
+}
+
+// Flies a guided missile on to shot age `age`, turning at most its turn rate towards its target's reckoned
+// position (as the observer, and the game, fly it); keeps the last quarter second of its path as a trail.
+function flyMissile(entry, age, now) {
+  const sim = entry.sim, g = entry.shot.gm;
+  const target = g[5] !== 255 ? players.get(g[5]) : null;
+  let aim = null;
+  if (target && target.p.alive) {
+    const [x, y] = tankAt(target, now);
+    aim = [x, y, target.p.pos[2] + MUZZLE_HEIGHT];
+  }
+  while (sim.t < age) {
+    const dt = Math.min(GM_STEP, age - sim.t);
+    if (aim) {
+      const dx = aim[0] - sim.x, dy = aim[1] - sim.y, dz = aim[2] - sim.z;
+      sim.az = turnTo(sim.az, Math.atan2(dy, dx), dt * g[6]);
+      sim.el = turnTo(sim.el, Math.atan2(dz, Math.hypot(dx, dy)), dt * g[6]);
+    }
+    const ce = Math.cos(sim.el);
+    sim.x += Math.cos(sim.az) * ce * g[7] * dt;
+    sim.y += Math.sin(sim.az) * ce * g[7] * dt;
+    sim.z = Math.max(0, sim.z + Math.sin(sim.el) * g[7] * dt);
+    sim.t += dt;
+    sim.trail.push([sim.t, sim.x, sim.y]);
+  }
+  while (sim.trail.length && sim.trail[0][0] < age - 0.25) sim.trail.shift();
+}
+
 function shotPos(entry, now) {
   const sh = entry.shot;
   const age = sh.age + (now - entry.recv) / 1000;
@@ -255,7 +325,8 @@ function draw(now) {
     ctx.fillStyle = "#222"; ctx.fillText(f.abbv, x + r + 2, y - r);
   }
 
-  // Shots along their paths (ricochets and teleports included), with a short trail.
+  // Shots along their paths (ricochets and teleports included), with a short trail; guided missiles flown on.
+  let missiles = 0;
   for (const [key, entry] of shots) {
     const sh = entry.shot;
     const age = sh.age + (now - entry.recv) / 1000;
@@ -264,6 +335,21 @@ function draw(now) {
       const r = sh.sw[2] + (sh.sw[3] - sh.sw[2]) * Math.min(1, age / Math.max(sh.life, 0.01));
       ctx.beginPath(); ctx.arc(T.x(sh.sw[0]), T.y(sh.sw[1]), r * T.k, 0, 2 * Math.PI);
       ctx.strokeStyle = color(sh.team); ctx.lineWidth = 2 * scale; ctx.stroke();
+      continue;
+    }
+    if (entry.sim) {
+      if (age >= sh.life) { shots.delete(key); continue; }
+      if (sh.expired) continue;
+      flyMissile(entry, age, now);
+      const tr = entry.sim.trail;
+      ctx.strokeStyle = color(sh.team); ctx.lineWidth = 2 * scale; ctx.globalAlpha = 0.6;
+      ctx.beginPath();
+      tr.forEach((q, i) => (i ? ctx.lineTo(T.x(q[1]), T.y(q[2])) : ctx.moveTo(T.x(q[1]), T.y(q[2]))));
+      ctx.stroke();
+      ctx.globalAlpha = 1;
+      ctx.beginPath(); ctx.arc(T.x(entry.sim.x), T.y(entry.sim.y), 3.5 * scale, 0, 2 * Math.PI);
+      ctx.fillStyle = color(sh.team); ctx.fill(); ctx.strokeStyle = "#000"; ctx.lineWidth = 1.2; ctx.stroke();
+      missiles++;
       continue;
     }
     const last = sh.segs.length ? sh.segs[sh.segs.length - 1][1] : 0;
@@ -289,9 +375,10 @@ function draw(now) {
   // Tanks at their extrapolated poses.
   const drawn = [];
   ctx.font = `600 ${Math.round(12 * scale)}px sans-serif`;
-  for (const { p, recv } of players.values()) {
+  for (const entry of players.values()) {
+    const p = entry.p;
     if (p.team === "observer" || !p.alive) continue;
-    const [x, y, az] = reckon(p, Math.min(5, Math.max(0, (now - recv) / 1000)));
+    const [x, y, az] = tankAt(entry, now);
     const cx = T.x(x), cy = T.y(y);
     const len = Math.max(9 * scale, 6 * T.k), wid = Math.max(6 * scale, 4.2 * T.k);
     ctx.save();
@@ -314,6 +401,7 @@ function draw(now) {
   }
   const d = JSON.stringify(drawn.sort());
   if (canvas.dataset.drawn !== d) canvas.dataset.drawn = d;
+  if (canvas.dataset.missiles !== String(missiles)) canvas.dataset.missiles = String(missiles);
 
   // Game time.
   const t = state.t + dt;

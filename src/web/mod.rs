@@ -11,11 +11,16 @@
 //! `404`; methods other than GET and HEAD are refused by the HTTP layer (`405`).
 //!
 //! The stream of a server sends, in order: `hello` (the server, its status and world: size, hash, teleporter links),
-//! a full `state`, the recent `feed` lines, and then a `state` whenever something moved, at most one per
-//! [`PUSH_INTERVAL`] (built once and written to every viewer), `feed` lines as they happen and `status` changes.
-//! A `state` carries every tank's pose with its velocity and angular velocity at the snapshot time, so the page
-//! extrapolates at its own frame rate; shots are sent once with their whole precomputed path (`new`) and named when
-//! they end early (`gone`).
+//! a full `state`, the recent `feed` lines, and then `state`s with what changed, `feed` lines and `status` changes.
+//! What the page can reckon by itself (tanks moving on, flags and missiles flying) goes out at most once per
+//! [`PUSH_INTERVAL`]; what it cannot (a shot fired or ended, a kill, a spawn, a join, a flag taken, a score, a chat
+//! line) goes out in the reactor turn it arrives in, at most once per [`EVENT_INTERVAL`]. Each push is built once
+//! ([`state`]: `serde` straight into one buffer) and written to every viewer of the server in one write, with the
+//! feed lines of that turn. A `state` carries a changed tank's pose with its velocity and angular velocity at the
+//! snapshot time, so the page extrapolates at its own frame rate; shots are sent once with their whole precomputed
+//! path (`new`) and named when they end early (`gone`); guided missiles with their pose and target every time.
+
+mod state;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -23,19 +28,29 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::bzflag::consts::{FlagStatus, PlayerStatus, Team};
+use crate::bzflag::consts::{PlayerStatus, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::play::physics::flag;
-use crate::bzflag::play::{LiveShot, Physics, RemoteTank, ShotKind, ShotTracker};
+use crate::bzflag::play::{Physics, RemoteTank, ShotKind, ShotTracker};
 use crate::bzflag::world::{parse_blob, report, WorldModel};
 use crate::http::{sse_comment, sse_event, sse_head, Method, Request, Response};
 use crate::observer::text_line;
 use crate::reactor::{HttpConnId, HttpEvent, Reactor, SessionId};
+use state::{FlagOut, PlayerSig, TeamOut};
 
-/// Least time between two `state` pushes of one server.
-pub const PUSH_INTERVAL: Duration = Duration::from_millis(50);
+/// The stream's frame interval: least time between two pushes of a server when only motion changed (player
+/// updates, flags in flight, guided missiles). The page reckons tanks, shots and missiles at its own frame rate in
+/// between. `BZHEAD_WEB_PUSH_MS` overrides it (for measuring).
+pub const PUSH_INTERVAL: Duration = Duration::from_millis(250);
+/// Least time between two pushes of a server when something happened that the page cannot reckon (a shot fired or
+/// ended, a kill, a spawn, a join or leave, a flag taken or dropped, a score, a chat line): such a push goes out in
+/// the reactor turn the event arrives in unless another went out less than this ago. `BZHEAD_WEB_EVENT_MS`
+/// overrides it.
+pub const EVENT_INTERVAL: Duration = Duration::from_millis(100);
 /// A quiet stream gets a comment this often (keeps proxies and the browser's stream alive).
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Guided missiles are flown in steps of at most this (s) between two states.
+const GM_STEP: f32 = 0.02;
 /// Feed lines kept per server (sent to a viewer that connects).
 pub const FEED_LEN: usize = 40;
 /// How soon the browser reconnects a dropped stream (the SSE `retry`).
@@ -84,28 +99,50 @@ struct ServerView {
     /// The server's physics, read from its variables (evaluating their expressions) once, and again after a
     /// `MsgSetVar`, new settings or a new join.
     phys: Option<Physics>,
-    /// What the viewers were last sent: shots, and a signature of each player and flag (see [`WebView::state_json`]).
-    sent_shots: HashSet<(u8, u16)>,
-    sent_players: HashMap<u8, u64>,
-    sent_flags: HashMap<u16, u64>,
-    sent_teams: u64,
+    /// What the viewers were last sent (see [`WebView::write_state`]): each shot (`false`: only in the full state
+    /// of a viewer that connected since, so still new to the others), what decides whether each player and flag is
+    /// sent again (`None`: the same), and the teams.
+    sent_shots: HashMap<(u8, u16), bool>,
+    sent_players: HashMap<u8, Option<PlayerSig>>,
+    sent_flags: HashMap<u16, Option<FlagOut>>,
+    sent_teams: Option<Vec<TeamOut>>,
     /// When the viewers were last sent everybody's network figures.
     last_net: Option<Instant>,
     feed: VecDeque<Value>,
     dirty: bool,
     /// When the oldest server message not yet pushed arrived (the delay a `state` reports).
     dirty_since: Option<Instant>,
+    /// When the oldest event not yet pushed arrived (one the page cannot reckon: see [`EVENT_INTERVAL`]).
+    urgent_since: Option<Instant>,
     last_push: Option<Instant>,
     last_write: Instant,
+    /// Events (feed lines, status, hello) for every viewer, written with the next push of this server.
+    pending: Vec<u8>,
+}
+
+/// An open stream.
+struct Viewer {
+    conn: HttpConnId,
+    server: usize,
+    /// The first bytes of its server's `pending` it must not get (its own first state already has them).
+    skip: usize,
 }
 
 /// See the module documentation.
 pub struct WebView {
     servers: Vec<ServerView>,
-    viewers: Vec<(HttpConnId, usize)>,
+    viewers: Vec<Viewer>,
     epoch: Instant,
     seq: u64,
     bytes_pushed: u64,
+    push_interval: Duration,
+    event_interval: Duration,
+    /// The bytes of one push, reused.
+    frame: Vec<u8>,
+}
+
+fn interval_from_env(name: &str, default: Duration) -> Duration {
+    std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok()).map_or(default, Duration::from_millis)
 }
 
 impl WebView {
@@ -126,22 +163,27 @@ impl WebView {
                     tracker: ShotTracker::new(),
                     remotes: HashMap::new(),
                     phys: None,
-                    sent_shots: HashSet::new(),
+                    sent_shots: HashMap::new(),
                     sent_players: HashMap::new(),
                     sent_flags: HashMap::new(),
-                    sent_teams: 0,
+                    sent_teams: None,
                     last_net: None,
                     feed: VecDeque::new(),
                     dirty: true,
                     dirty_since: None,
+                    urgent_since: None,
                     last_push: None,
                     last_write: epoch,
+                    pending: Vec::new(),
                 })
                 .collect(),
             viewers: Vec::new(),
             epoch,
             seq: 0,
             bytes_pushed: 0,
+            push_interval: interval_from_env("BZHEAD_WEB_PUSH_MS", PUSH_INTERVAL),
+            event_interval: interval_from_env("BZHEAD_WEB_EVENT_MS", EVENT_INTERVAL),
+            frame: Vec::new(),
         }
     }
 
@@ -153,7 +195,7 @@ impl WebView {
         self.set_status(reactor, si, Status::Connecting);
     }
 
-    /// Server `si`'s observer status changed; the viewers are told.
+    /// Server `si`'s observer status changed; the viewers are told (with the next push, in this turn).
     pub fn set_status(&mut self, reactor: &mut Reactor, si: usize, status: Status) {
         let Some(s) = self.servers.get_mut(si) else { return };
         if s.status == status {
@@ -161,6 +203,7 @@ impl WebView {
         }
         s.status = status;
         s.dirty = true;
+        s.urgent_since.get_or_insert_with(Instant::now);
         let data = json!({"server": si, "status": status.name()}).to_string();
         self.broadcast(reactor, si, "status", &data);
     }
@@ -185,6 +228,9 @@ impl WebView {
         let Some(s) = self.servers.get_mut(si) else { return };
         s.dirty = true;
         s.dirty_since.get_or_insert(at);
+        if is_event(ev) {
+            s.urgent_since.get_or_insert(at);
+        }
         if matches!(ev, Event::SetVar { .. } | Event::Settings(_) | Event::Accept { .. } | Event::Hello { .. }) {
             s.phys = None;
         }
@@ -238,7 +284,7 @@ impl WebView {
                 s.world_hash = hash;
                 s.tracker = ShotTracker::new();
                 s.remotes.clear();
-                s.sent_shots.clear();
+                state::forget_sent(s);
                 // Viewers already there get the new world (a first one, or another after a reconnect).
                 let hello = self.hello_json(si).to_string();
                 self.broadcast(reactor, si, "hello", &hello);
@@ -251,7 +297,7 @@ impl WebView {
     pub fn on_http(&mut self, reactor: &mut Reactor, ev: HttpEvent) {
         match ev {
             HttpEvent::Request { conn, request, .. } => self.on_request(reactor, conn, &request),
-            HttpEvent::Closed { conn, .. } => self.viewers.retain(|(c, _)| *c != conn),
+            HttpEvent::Closed { conn, .. } => self.viewers.retain(|v| v.conn != conn),
         }
     }
 
@@ -306,13 +352,12 @@ impl WebView {
 
     fn open_stream(&mut self, reactor: &mut Reactor, conn: HttpConnId, si: usize, now: Instant) {
         reactor.http_stream(conn, &sse_head(RETRY_MS));
-        self.viewers.push((conn, si));
         let mut bytes = sse_event(Some("hello"), None, &self.hello_json(si).to_string());
-        let state = self.state_json(reactor, si, now, true);
-        bytes.extend(sse_event(Some("state"), None, &state.to_string()));
+        self.write_state(reactor, si, now, true, &mut bytes);
         for item in &self.servers[si].feed {
             bytes.extend(sse_event(Some("feed"), None, &item.to_string()));
         }
+        self.viewers.push(Viewer { conn, server: si, skip: self.servers[si].pending.len() });
         self.push_to(reactor, conn, &bytes);
     }
 
@@ -321,25 +366,24 @@ impl WebView {
             self.bytes_pushed += bytes.len() as u64;
         } else {
             // Gone, or its reader stopped reading: the HTTP side dropped it.
-            self.viewers.retain(|(c, _)| *c != conn);
+            self.viewers.retain(|v| v.conn != conn);
         }
     }
 
-    fn broadcast(&mut self, reactor: &mut Reactor, si: usize, event: &str, data: &str) {
+    /// Queues an event for every viewer of server `si`; it goes out with the next push (in this turn).
+    fn broadcast(&mut self, _reactor: &mut Reactor, si: usize, event: &str, data: &str) {
         self.seq += 1;
         let bytes = sse_event(Some(event), Some(self.seq), data);
-        let conns: Vec<HttpConnId> = self.viewers.iter().filter(|(_, s)| *s == si).map(|(c, _)| *c).collect();
-        for c in conns {
-            self.push_to(reactor, c, &bytes);
-        }
         if let Some(s) = self.servers.get_mut(si) {
-            s.last_write = Instant::now();
+            s.pending.extend_from_slice(&bytes);
         }
     }
 
-    /// Pushes what changed; returns when it wants to be called again at the latest.
+    /// Pushes what is due; returns when it wants to be called again at the latest. Call it once a turn, after the
+    /// turn's events: every viewer of a server gets one write, with that turn's feed lines and state together.
     pub fn tick(&mut self, reactor: &mut Reactor, now: Instant) -> Instant {
         let mut next = now + KEEPALIVE;
+        let mut frame = std::mem::take(&mut self.frame);
         for si in 0..self.servers.len() {
             // The tracker and the reckoning are brought up to date when a state is built, not every turn.
             let s = &self.servers[si];
@@ -347,35 +391,62 @@ impl WebView {
                 || reactor
                     .session(s.session.unwrap_or(SessionId(usize::MAX)))
                     .is_some_and(|sess| sess.game().flags.values().any(|f| f.flight().is_some()));
-            let due = s.last_push.is_none_or(|t| now >= t + PUSH_INTERVAL);
-            if (s.dirty || moving) && due {
-                let has_viewers = self.viewers.iter().any(|(_, v)| *v == si);
+            let motion_at = s.last_push.map_or(now, |t| t + self.push_interval);
+            let event_at = s.last_push.map_or(now, |t| t + self.event_interval);
+            let due = ((s.dirty || moving) && now >= motion_at) || (s.urgent_since.is_some() && now >= event_at);
+            let has_viewers = self.viewers.iter().any(|v| v.server == si);
+            frame.clear();
+            if due {
                 if has_viewers {
-                    let state = self.state_json(reactor, si, now, false);
-                    self.broadcast(reactor, si, "state", &state.to_string());
+                    self.write_state(reactor, si, now, false, &mut frame);
                 }
                 let s = &mut self.servers[si];
                 s.dirty = false;
                 s.dirty_since = None;
+                s.urgent_since = None;
                 s.last_push = Some(now);
-            } else if s.dirty || moving {
-                next = next.min(s.last_push.map_or(now, |t| t + PUSH_INTERVAL));
-            }
-            let s = &self.servers[si];
-            if now >= s.last_write + KEEPALIVE {
-                let conns: Vec<HttpConnId> = self.viewers.iter().filter(|(_, v)| *v == si).map(|(c, _)| *c).collect();
-                for c in conns {
-                    self.push_to(reactor, c, &sse_comment("keepalive"));
+            } else {
+                if s.dirty || moving {
+                    next = next.min(motion_at);
                 }
-                self.servers[si].last_write = now;
+                if s.urgent_since.is_some() {
+                    next = next.min(event_at);
+                }
+            }
+            let s = &mut self.servers[si];
+            if s.pending.is_empty() && frame.is_empty() && now >= s.last_write + KEEPALIVE {
+                frame.extend_from_slice(&sse_comment("keepalive"));
+            }
+            if !s.pending.is_empty() || !frame.is_empty() {
+                // One write per viewer: this turn's events, then the state.
+                let mut bytes = std::mem::take(&mut s.pending);
+                let events = bytes.len();
+                bytes.extend_from_slice(&frame);
+                s.last_write = now;
+                if has_viewers {
+                    let conns: Vec<(HttpConnId, usize)> = self
+                        .viewers
+                        .iter_mut()
+                        .filter(|v| v.server == si)
+                        .map(|v| (v.conn, std::mem::take(&mut v.skip).min(events)))
+                        .collect();
+                    for (c, skip) in conns {
+                        self.push_to(reactor, c, &bytes[skip..]);
+                    }
+                }
+                bytes.clear();
+                self.servers[si].pending = bytes;
             }
             next = next.min(self.servers[si].last_write + KEEPALIVE);
         }
+        self.frame = frame;
         next
     }
 
     /// Brings the shot tracker and the reckoning of server `si` up to date with its session.
+    /// Guided missiles fly on towards their targets (as the bots fly them), in steps of at most [`GM_STEP`].
     fn follow(&mut self, reactor: &Reactor, si: usize) {
+        let now = Instant::now();
         let s = &mut self.servers[si];
         let Some(game) = s.session.and_then(|sid| reactor.session(sid)).map(|x| x.game()) else { return };
         let phys = s.phys.get_or_insert_with(|| Physics::new(&game.vars, game.settings.as_ref()));
@@ -388,6 +459,20 @@ impl WebView {
                 if e.received != at || e.order != u.order {
                     *e = RemoteTank::new(&u, at, drivers);
                 }
+            }
+        }
+        let (remotes, world) = (&s.remotes, s.world.as_ref());
+        for shot in s.tracker.iter_mut() {
+            let Some(target) = shot.missile.as_ref().filter(|m| !m.expired).map(|m| m.target) else { continue };
+            let aim = game.players.get(&target).filter(|p| p.alive).and_then(|_| remotes.get(&target)).map(|r| {
+                r.at(now, phys.gravity, 0.0, phys.not_responding_time).pose.pos
+                    + glam::Vec3::new(0.0, 0.0, phys.muzzle_height)
+            });
+            let age = shot.age(now);
+            let mut t = shot.missile.as_ref().map_or(age, |m| m.time);
+            while t < age {
+                t = (t + GM_STEP).min(age);
+                shot.update_missile(t, aim, phys, world);
             }
         }
     }
@@ -417,7 +502,7 @@ impl WebView {
                    "water": w.water_level})
         });
         json!({"server": si, "label": s.label, "address": s.addr.to_string(), "status": s.status.name(),
-               "world": world, "push_ms": PUSH_INTERVAL.as_millis() as u64})
+               "world": world, "push_ms": self.push_interval.as_millis() as u64})
     }
 
     /// `GET /api/state?server=N`: see the shape; positions dead-reckoned to `now`.
@@ -485,136 +570,6 @@ impl WebView {
             .and_then(|p| serde_json::to_value(p).ok())
             .unwrap_or(Value::Null)
     }
-
-    /// A `state` for the viewers of server `si`: with `full`, everything (for a viewer that just connected);
-    /// else only what changed since the last broadcast: the players whose last update, status, flag or score
-    /// changed (the page extrapolates the others from their velocity and angular velocity), those gone, new and
-    /// gone shots, changed flags (flying ones every time), the teams when they changed, and every player's network
-    /// figures once per [`NET_INTERVAL`].
-    fn state_json(&mut self, reactor: &Reactor, si: usize, now: Instant, full: bool) -> Value {
-        self.follow(reactor, si);
-        let s = &self.servers[si];
-        let t = round3(now.saturating_duration_since(self.epoch).as_secs_f32());
-        let Some(sid) = s.session else { return json!({"server": si, "t": t, "full": true, "players": []}) };
-        let Some(game) = reactor.session(sid).map(|x| x.game()) else {
-            return json!({"server": si, "t": t, "full": true, "players": []});
-        };
-        let Some(phys) = s.phys.clone() else { return json!({"server": si, "t": t, "full": true, "players": []}) };
-        let mut ids: Vec<u8> = game.players.keys().copied().collect();
-        ids.sort_unstable();
-        let mut player_sigs = HashMap::with_capacity(ids.len());
-        let mut players = Vec::new();
-        for id in &ids {
-            let Some(p) = game.players.get(id) else { continue };
-            let flag = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv().to_string());
-            let nr = s
-                .remotes
-                .get(&p.id)
-                .is_some_and(|r| r.at(now, phys.gravity, 0.0, phys.not_responding_time).not_responding);
-            let sig = signature(&(
-                p.last_update.map(|u| u.1),
-                p.alive,
-                p.paused,
-                nr,
-                p.team.to_i16(),
-                &flag,
-                (p.wins, p.losses, p.team_kills),
-                &p.callsign,
-            ));
-            player_sigs.insert(p.id, sig);
-            if !full && s.sent_players.get(&p.id) == Some(&sig) {
-                continue;
-            }
-            let (pos, vel, az, ang) = pose_of(game, &phys, p, &s.remotes, now);
-            players.push(json!({
-                "id": p.id, "callsign": p.callsign, "team": p.team.name(), "type": p.player_type.name(),
-                "alive": p.alive, "paused": p.paused, "nr": nr, "pos": pos, "vel": vel, "az": az, "av": ang,
-                "flag": flag, "wins": p.wins, "losses": p.losses, "tks": p.team_kills,
-            }));
-        }
-        let gone_players: Vec<u8> = if full {
-            Vec::new()
-        } else {
-            s.sent_players.keys().filter(|id| !player_sigs.contains_key(id)).copied().collect()
-        };
-        let send_net = full || s.last_net.is_none_or(|t| now >= t + NET_INTERVAL);
-        let net: Option<serde_json::Map<String, Value>> = send_net.then(|| {
-            ids.iter()
-                .filter(|id| game.players.get(id).is_some_and(|p| p.team != Team::Observer))
-                .map(|id| (id.to_string(), self.net_of(reactor, sid, *id, now)))
-                .collect()
-        });
-        let current: HashSet<(u8, u16)> = s.tracker.iter().map(|x| (x.shooter, x.shot_id)).collect();
-        let new: Vec<Value> = s
-            .tracker
-            .iter()
-            .filter(|x| full || !s.sent_shots.contains(&(x.shooter, x.shot_id)))
-            .map(|x| shot_json(x, now, &phys))
-            .collect();
-        let gone: Vec<String> = if full {
-            Vec::new()
-        } else {
-            s.sent_shots.difference(&current).map(|(a, b)| format!("{a}:{b}")).collect()
-        };
-        let mut flag_sigs = HashMap::new();
-        let mut flags = Vec::new();
-        for f in flags_json(game, &phys, now).as_array().into_iter().flatten() {
-            let index = f["index"].as_u64().unwrap_or(0) as u16;
-            let sig = signature(&f.to_string());
-            flag_sigs.insert(index, sig);
-            if full || s.sent_flags.get(&index) != Some(&sig) {
-                flags.push(f.clone());
-            }
-        }
-        let flags_gone: Vec<u16> = if full {
-            Vec::new()
-        } else {
-            s.sent_flags.keys().filter(|i| !flag_sigs.contains_key(i)).copied().collect()
-        };
-        let teams: Vec<Value> = game
-            .teams
-            .iter()
-            .flatten()
-            .filter(|t| t.team != Team::Observer && (t.size > 0 || t.wins > 0 || t.losses > 0))
-            .map(|t| json!({"team": t.team.name(), "size": t.size, "score": t.wins as i32 - t.losses as i32}))
-            .collect();
-        let teams_sig = signature(&Value::Array(teams.clone()).to_string());
-        // How long the oldest server message in this state waited for it, and the wall clock when it was built:
-        // with them a client on the same machine measures the delay from a server message to its screen.
-        let since_ms = s.dirty_since.map(|d| round3(now.saturating_duration_since(d).as_secs_f32() * 1000.0));
-        let wall_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-        let mut out = json!({
-            "server": si, "t": t, "status": s.status.name(), "full": full, "since_ms": since_ms, "wall_ms": wall_ms,
-            "time_left": game.seconds_left(now).map(round2),
-            "players": players, "flags": flags, "shots": {"new": new, "gone": gone},
-        });
-        if !gone_players.is_empty() {
-            out["gone"] = json!(gone_players);
-        }
-        if !flags_gone.is_empty() {
-            out["flags_gone"] = json!(flags_gone);
-        }
-        if full || teams_sig != s.sent_teams {
-            out["teams"] = Value::Array(teams);
-        }
-        if let Some(net) = net {
-            out["net"] = Value::Object(net);
-            out["link"] = link_json(reactor, sid, now);
-        }
-        if !full {
-            let s = &mut self.servers[si];
-            s.sent_shots = current;
-            s.sent_players = player_sigs;
-            s.sent_flags = flag_sigs;
-            s.sent_teams = teams_sig;
-            if send_net {
-                s.last_net = Some(now);
-            }
-        }
-        out
-    }
 }
 
 /// Our own observer's link: the server's lag figure for it (`/lagstats`), the round trip of our last `/lagstats`
@@ -623,16 +578,26 @@ fn link_json(reactor: &Reactor, sid: SessionId, now: Instant) -> Value {
     let Some(session) = reactor.session(sid) else { return Value::Null };
     let net = session.net_stats();
     json!({
-        "lag_ms": net.own_lag_ms(now).map(|v| round2(v)),
+        "lag_ms": net.own_lag_ms(now).map(round2),
         "command_rtt_ms": net.command_rtt_ms(now).map(|v| (v * 100.0).round() / 100.0),
         "udp": session.udp_up(),
     })
 }
 
-/// A 64-bit signature of a value (to tell whether it changed since it was last sent).
-fn signature(v: &impl std::hash::Hash) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(v)
+/// Whether an event changes what the page cannot reckon by itself (see [`EVENT_INTERVAL`]).
+fn is_event(ev: &Event) -> bool {
+    !matches!(
+        ev,
+        Event::Update(_)
+            | Event::Hello { .. }
+            | Event::UdpLink { .. }
+            | Event::CacheUrl { .. }
+            | Event::NearFlag { .. }
+            | Event::TimeLeft { .. }
+            | Event::Resources { .. }
+            | Event::QueryResult { .. }
+            | Event::Warning { .. }
+    )
 }
 
 /// A player's pose at `now`: position, velocity, azimuth and angular velocity (rounded for the wire), from its
@@ -662,65 +627,9 @@ fn pose_of(
     }
 }
 
-fn shot_json(x: &LiveShot, now: Instant, phys: &Physics) -> Value {
-    let segs: Vec<Value> = x
-        .segments
-        .iter()
-        .take(100)
-        .map(|g| {
-            json!([
-                round3(g.t0),
-                round3(g.t1),
-                round2(g.start.x),
-                round2(g.start.y),
-                round2(g.velocity.x),
-                round2(g.velocity.y)
-            ])
-        })
-        .collect();
-    let mut v = json!({
-        "key": format!("{}:{}", x.shooter, x.shot_id), "shooter": x.shooter, "team": x.team.name(),
-        "flag": x.flag.to_string(), "age": round3(x.age(now)), "life": round3(x.lifetime), "segs": segs,
-    });
-    match x.kind {
-        ShotKind::ShockWave => {
-            v["sw"] = json!([
-                round2(x.start.x),
-                round2(x.start.y),
-                round2(phys.shock_in_radius),
-                round2(phys.shock_out_radius)
-            ]);
-        }
-        ShotKind::GuidedMissile => {
-            let (p, vel) =
-                x.missile.as_ref().map_or((x.start, x.velocity), |m| (m.pos, m.direction() * x.velocity.length()));
-            v["segs"] = json!([[
-                round3(x.age(now)),
-                round3(x.lifetime),
-                round2(p.x),
-                round2(p.y),
-                round2(vel.x),
-                round2(vel.y)
-            ]]);
-        }
-        _ => {}
-    }
-    v
-}
-
 fn flags_json(game: &crate::bzflag::game::Game, phys: &Physics, now: Instant) -> Value {
-    let mut flags: Vec<&crate::bzflag::game::FlagState> =
-        game.flags.values().filter(|f| f.info.status != FlagStatus::NoExist).collect();
-    flags.sort_by_key(|f| f.index);
-    flags
-        .iter()
-        .map(|f| {
-            let pos = f.position_at(now, phys.gravity);
-            json!({"index": f.index, "abbv": f.abbv().to_string(), "status": f.info.status.name(),
-                   "owner": (f.info.owner != 255 && f.info.status == FlagStatus::OnTank).then_some(f.info.owner),
-                   "team_flag": f.abbv().is_team_flag(), "pos": v3(pos)})
-        })
-        .collect()
+    let flags: Vec<state::FlagOut> = state::flags_sorted(game).iter().map(|f| state::flag_out(f, phys, now)).collect();
+    serde_json::to_value(flags).unwrap_or(Value::Null)
 }
 
 fn links_json(m: &WorldModel) -> Value {

@@ -45,3 +45,44 @@ fn numbers_on_the_wire_are_rounded_and_finite() {
     assert_eq!(round3(f32::NAN), 0.0);
     assert_eq!(v3([f32::INFINITY, 1.0, -0.004]), [0.0, 1.0, -0.0]);
 }
+
+fn fired(flag: &str, vel: [f32; 3]) -> crate::bzflag::msg::FiringInfo {
+    crate::bzflag::msg::FiringInfo {
+        time_sent: 0.0,
+        shooter: 3,
+        shot_id: 0x0102,
+        pos: [0.0, 0.0, 1.57],
+        vel,
+        dt: 0.0,
+        team: Team::Red,
+        flag: crate::bzflag::msg::Abbv::new(flag),
+        lifetime: 3.5,
+    }
+}
+
+#[test]
+fn shots_on_the_wire_carry_their_path_and_missiles_their_pose_and_target() {
+    use crate::bzflag::play::LiveShot;
+    let phys = Physics::default();
+    let now = Instant::now();
+    // A plain shot: its path as [t0, t1, x, y, vx, vy] segments.
+    let shot = LiveShot::new(&fired("", [100.0, 0.0, 0.0]), now, &phys, None);
+    let v = serde_json::to_value(state::ShotOut { shot: &shot, now, phys: &phys }).unwrap();
+    assert_eq!(v["key"], "3:258");
+    assert_eq!(v["segs"], json!([[0.0, 3.5, 0.0, 0.0, 100.0, 0.0]]));
+    assert!(v.get("gm").is_none(), "{v}");
+    // A guided missile flown on towards a target: its pose, target, turn rate and speed, for the page to fly on.
+    let mut gm = LiveShot::new(&fired("GM", [0.0, 100.0, 0.0]), now, &phys, None);
+    if let Some(m) = gm.missile.as_mut() {
+        m.target = 7;
+    }
+    gm.update_missile(0.5, Some(glam::Vec3::new(40.0, 40.0, 1.57)), &phys, None);
+    let v = serde_json::to_value(state::ShotOut { shot: &gm, now, phys: &phys }).unwrap();
+    let g = v["gm"].as_array().expect("gm").iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(g.len(), 9, "{v}");
+    assert!(g[1] > 10.0, "flew north: {v}");
+    assert!(g[3] < std::f64::consts::FRAC_PI_2 - 0.01, "turned towards the target (east of north): {v}");
+    assert_eq!((g[5], g[8]), (7.0, 0.5), "{v}");
+    assert_eq!(g[6], round3(phys.gm_turn_angle));
+    assert!(v["segs"][0][0].as_f64() == Some(0.5) && v["expired"] == false, "{v}");
+}

@@ -352,8 +352,50 @@ fn grey(top: f32, max_top: f32) -> String {
     format!("#{v:02x}{v:02x}{v:02x}")
 }
 
-/// A top-down SVG map: obstacles shaded by height, bases in team colours, teleporters (field and posts, with
-/// names), zones dashed, world weapons as red triangles, water tinted. North (+y) is up.
+/// The stroke of an outlined obstacle: darker than [`grey`] (it is a line on the ground colour), darker still for
+/// taller ones.
+fn outline_grey(top: f32, max_top: f32) -> String {
+    let f = if max_top > 0.0 { (top / max_top).clamp(0.0, 1.0) } else { 0.5 };
+    let v = (140.0 - 100.0 * f) as u8;
+    format!("#{v:02x}{v:02x}{v:02x}")
+}
+
+/// One `<path>` of the edges of these faces (polygons in 3-D) that belong to one face only: the outline of a
+/// surface seen from above. Edges are matched by their end points to the hundredth of a unit, either way round.
+fn outline_path(s: &mut String, faces: &[&[Vec3]], style: &str) {
+    type Key = (i64, i64, i64);
+    let key = |v: Vec3| ((v.x * 100.0).round() as i64, (v.y * 100.0).round() as i64, (v.z * 100.0).round() as i64);
+    let mut edges: Vec<((Key, Key), Vec3, Vec3)> = Vec::new();
+    for vs in faces {
+        for k in 0..vs.len() {
+            let (a, b) = (vs[k], vs[(k + 1) % vs.len()]);
+            let (ka, kb) = (key(a), key(b));
+            if ka != kb {
+                edges.push(((ka.min(kb), ka.max(kb)), a, b));
+            }
+        }
+    }
+    edges.sort_by_key(|e| e.0);
+    let mut d = String::new();
+    let mut i = 0;
+    while i < edges.len() {
+        let mut j = i + 1;
+        while j < edges.len() && edges[j].0 == edges[i].0 {
+            j += 1;
+        }
+        if j == i + 1 {
+            let _ = write!(d, "M{}L{}", pt(edges[i].1), pt(edges[i].2));
+        }
+        i = j;
+    }
+    if !d.is_empty() {
+        let _ = writeln!(s, "<path d=\"{d}\" {style}/>");
+    }
+}
+
+/// A top-down SVG map: boxes and pyramids shaded by height, meshes (arcs, cones, spheres, tetrahedra) as outlines,
+/// bases in team colours, teleporters (field and posts, with names), zones dashed, world weapons as red triangles,
+/// water tinted. North (+y) is up.
 pub fn to_svg(m: &WorldModel) -> String {
     let half = (m.world_size * 0.5).max(1.0);
     let margin = half * 0.05 + 2.0;
@@ -432,19 +474,32 @@ fn obstacles_svg(s: &mut String, m: &WorldModel, line: f32) {
             Geometry::Wall(_) => {}
             Geometry::Solid(_) => polygon(s, &rect_corners(o.pos, o.angle, o.size.x, o.size.y), &style),
             Geometry::Faces(_) => {
+                // Meshes, arcs, cones, spheres and tetrahedra as outlines (they would hide what is under them):
+                // the edges of their upward faces that no other upward face shares, so a sphere is its equator,
+                // a cone its base, an arc its ring with the hole, a stepped mesh its steps; their hull when no
+                // face looks up.
                 let faces = m.obstacle_faces(super::model::ObstacleId(i as u32));
-                let mut drew = false;
-                let face_style = format!("fill=\"{fill}\" stroke=\"{fill}\" stroke-width=\"{:.2}\"", line * 0.3);
-                for f in faces.iter().filter(|f| f.plane.normal.z > 0.05) {
-                    polygon(s, m.face_vertices(f), &face_style);
-                    drew = true;
+                let stroke = match o.team {
+                    Some(t) => team_color(t).to_string(),
+                    None => outline_grey(o.bounds.max.z, max_top),
+                };
+                let mut outline = format!(
+                    "class=\"outline\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{:.2}\" stroke-linejoin=\"round\"",
+                    line * 1.5
+                );
+                if o.passable.drive_through {
+                    outline.push_str(" stroke-opacity=\"0.5\"");
                 }
-                if !drew {
+                let up: Vec<&[Vec3]> =
+                    faces.iter().filter(|f| f.plane.normal.z > 0.05).map(|f| m.face_vertices(f)).collect();
+                if up.is_empty() {
                     let pts: Vec<Vec3> = faces.iter().flat_map(|f| m.face_vertices(f).iter().copied()).collect();
                     let h = hull(&pts);
                     if h.len() >= 3 {
-                        polygon(s, &h, &style);
+                        polygon(s, &h, &outline);
                     }
+                } else {
+                    outline_path(s, &up, &outline);
                 }
             }
             Geometry::Teleporter(t) => {

@@ -58,6 +58,18 @@ fn chromium_shows_the_scoreboard_and_the_tanks_of_a_real_game() {
     let drawn: Vec<String> = s["drawn"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
     assert_eq!(drawn, roster, "tanks drawn on the map vs bzfquery");
     assert_eq!(api_players(&api_state(addr, 0)), roster, "/api/state vs bzfquery");
+    // The map the page shows: the world's meshes (a meshbox, an arc, a cone, a sphere, a tetrahedron and a mesh) are
+    // outlines, not filled shapes.
+    let (status, _, svg) = super::http_get(addr, "/map.svg?server=0");
+    assert_eq!(status, 200);
+    let svg = String::from_utf8_lossy(&svg);
+    let outlines: Vec<&str> = svg.lines().filter(|l| l.contains("class=\"outline\"")).collect();
+    assert_eq!(outlines.len(), 6, "{svg}");
+    assert!(outlines.iter().all(|l| l.starts_with("<path ") && l.contains("fill=\"none\"")), "{outlines:?}");
+    // The world's guided-missile weapon fires every few seconds: the page flies its missiles between states.
+    let missiles_js = "Number(document.getElementById('overlay').dataset.missiles || 0)";
+    let (v, ok) = browser.wait_for(missiles_js, Duration::from_secs(40), |v| v.as_f64().unwrap_or(0.0) >= 1.0);
+    assert!(ok, "no guided missile drawn: {v}\n{}", bzfs.log());
     // Let a few kills happen for the feed, then the screenshot for the docs, with every tank on the map if they
     // are all alive at once within a while.
     let kills_js = |v: &Value, all: bool| {
