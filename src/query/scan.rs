@@ -14,7 +14,7 @@
 //! * **Concurrency**: at most [`ScanConfig::concurrency`] queries run at once; the rest wait in FIFO order.
 //! * **Send rate**: a token bucket of [`ScanConfig::rate`] datagrams per second (burst [`ScanConfig::burst`]). A
 //!   query starts only when a token is available; once the bucket has run out, new queries wait until a batch of
-//!   tokens is there (about two milliseconds' worth at high rates, up to fifty tokens at lower ones) and then
+//!   tokens is there (about two milliseconds' worth at high rates, up to a hundred tokens at lower ones) and then
 //!   start together, so that a fast scan sends in groups instead of a datagram whenever a reply frees a token.
 //!   Datagrams of running queries (retries, handshakes, page requests) are never held back (that would distort
 //!   their timing and ping) but are charged to the bucket, so the average rate holds.
@@ -135,6 +135,13 @@ impl Default for ScanConfig {
 }
 
 impl ScanConfig {
+    /// The burst the command line gives a scan at `rate` datagrams a second: a tenth of a second's worth, at most
+    /// 1,000, so that a dry bucket can wait for a batch of up to a hundred tokens (see [`ScanConfig::rate`]'s bucket):
+    /// one datagram to each of a hundred servers back to back, about 6 KB for Quake III requests.
+    pub fn burst_for_rate(rate: u32) -> u32 {
+        (rate / 10).clamp(1, 1000)
+    }
+
     /// The host's deadline for a query that started at `start`: the plugin's own waits (doubling per retry, each
     /// at least a second because some servers answer at most once a second), twice, plus two seconds.
     pub fn hard_timeout(&self) -> Duration {
@@ -323,12 +330,14 @@ impl Bucket {
         }
     }
 
-    /// Tokens a dry bucket waits for: about two milliseconds' worth at high rates, and at lower rates up to fifty
-    /// tokens (at most fifty milliseconds' worth; never more than the burst), so that a slow scan wakes up and sends
-    /// about as rarely per query as a fast one instead of once per token or two (which made each answer cost 3.3
-    /// times more at `--rate 1000` than at 20,000; 1.5 times now, bench/scan_rates.py).
+    /// Tokens a dry bucket waits for: about two milliseconds' worth at high rates, and at lower rates up to a
+    /// hundred tokens (at most a tenth of a second's worth; never more than the burst), so that a slow scan wakes up
+    /// and sends about as rarely per query as a fast one. Each wake-up of a scan that waited costs the same whatever
+    /// it then does (on a busy machine mostly caches gone cold meanwhile, some 150 µs), so its share of an answer is
+    /// that over the batch: once per token or two made each answer cost 3.3 times more at `--rate 1000` than at
+    /// 20,000; fifty tokens 1.3 to 1.4 times (bench/scan_rates.py).
     fn batch(&self) -> f64 {
-        (self.rate / 500.0).max((self.rate / 20.0).min(50.0)).clamp(1.0, self.burst)
+        (self.rate / 500.0).max((self.rate / 10.0).min(100.0)).clamp(1.0, self.burst)
     }
 
     /// True when a new query may start now.

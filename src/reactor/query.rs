@@ -51,7 +51,7 @@ pub const QUERY_READ_BUDGET: usize = 2 * BATCH;
 
 /// Longest that a rate-limited scan's replies wait unread (see the module documentation): it bounds how late a result
 /// comes out, not its ping, which is taken from the kernel's receive time.
-pub const MAX_READ_HOLD: Duration = Duration::from_millis(50);
+pub const MAX_READ_HOLD: Duration = Duration::from_millis(100);
 
 /// Receive-buffer room, as the kernel accounts it, that replies may wait unread only if there is this much of it for
 /// every running query: two replies of up to 2 KiB (a datagram's accounted size is its payload and some 700 bytes).
