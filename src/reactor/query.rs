@@ -13,9 +13,11 @@
 //! again. So the sockets leave the poll until then (at most [`MAX_READ_HOLD`]), and every reply that came meanwhile
 //! is read in one go when the scan wakes to send its next batch, or before any of its deadlines is handled (so that
 //! no retry or timeout overtakes a reply that was already there). A rate-limited scan then wakes once per batch of
-//! sends instead of once per reply, and its CPU per answer no longer grows with the wait between sends. Pings stay
+//! sends instead of once per reply, which shares a wake-up's cost among the batch (see `docs/scanning.md`). Pings stay
 //! honest: each datagram's time is the kernel's receive time (`SO_TIMESTAMPNS`, see [`batch`]), not the read's.
-//! Replies wait only where that time is given (Linux), only while the kernel's receive buffer has room for two
+//! Replies wait only where that time is given (Linux) and once a datagram has shown that the kernel stamps them as
+//! they arrive (right after the first socket of a system asks for receive times, Linux stamps them when they are read
+//! for a moment, which would count the wait in the ping), only while the kernel's receive buffer has room for two
 //! replies of 2 KiB for every running query ([`HOLD_BYTES_PER_QUERY`]), and never again in a scan once the kernel
 //! reported a datagram dropped for a full buffer (`SO_RXQ_OVFL`).
 //!
@@ -76,8 +78,11 @@ struct QuerySock {
     /// On the poll (readable, and writable while `queue` has datagrams); off it while replies wait unread.
     registered: bool,
     writable_interest: bool,
-    /// The kernel gives each datagram's receive time.
+    /// The kernel was asked for each datagram's receive time.
     stamps: bool,
+    /// A datagram came with a receive time from before the read that got it: the kernel stamps datagrams as they
+    /// arrive. (Right after a system's first socket asks, it may stamp them only when they are read, for a moment.)
+    stamps_seen: bool,
     /// The receive buffer the kernel granted, in bytes as it accounts them.
     recv_buffer: usize,
     /// When a read last found the socket empty (or it was opened): no datagram read later arrived before it.
@@ -117,7 +122,7 @@ impl ScanConn {
         let mut room = usize::MAX;
         let mut any = false;
         for s in [self.v4.as_ref(), self.v6.as_ref()].into_iter().flatten() {
-            if !s.stamps || !s.queue.is_empty() {
+            if !s.stamps_seen || !s.queue.is_empty() {
                 return None;
             }
             room = room.min(s.recv_buffer);
@@ -445,6 +450,7 @@ fn send_datagrams(
                                 registered: true,
                                 writable_interest: false,
                                 stamps,
+                                stamps_seen: false,
                                 recv_buffer,
                                 emptied_at: Instant::now(),
                                 drops: 0,
@@ -566,6 +572,8 @@ fn read_query_socket(
         if read >= QUERY_READ_BUDGET {
             return true;
         }
+        // Receive times from before the call prove that the kernel stamps datagrams as they arrive.
+        let before = if s.stamps && !s.stamps_seen { Some(SystemTime::now()) } else { None };
         match batch.recv(&s.sock) {
             Ok(n) => {
                 let (mono, wall) = (Instant::now(), s.stamps.then(SystemTime::now));
@@ -583,7 +591,11 @@ fn read_query_socket(
                         debug!(%from, len = data.len(), "truncated datagram dropped");
                         continue;
                     }
-                    let age = match (wall, batch.received_at(i)) {
+                    let at = batch.received_at(i);
+                    if let (Some(b), Some(at)) = (before, at) {
+                        s.stamps_seen |= at < b;
+                    }
+                    let age = match (wall, at) {
                         (Some(w), Some(at)) => w.duration_since(at).unwrap_or(Duration::ZERO).min(oldest),
                         _ => Duration::ZERO,
                     };
