@@ -445,12 +445,14 @@ impl<'a> Running<'a> {
         }
         let Some(p) = self.plugins.take() else { return };
         // Spread the round's requests (about two datagrams a query) over about half the interval, so that a big fleet
-        // is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of 50 ms' worth.
+        // is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of 100 ms' worth
+        // (ScanConfig::burst_for_rate).
         let rate = self.rate;
         let round_rate = (((self.targets.len() as f64) * 4.0 / self.interval.as_secs_f64()).ceil() as u32)
             .clamp(50, rate.max(50))
             .min(rate);
-        let cfg = ScanConfig { rate: round_rate, burst: (round_rate / 20).clamp(1, 1000), ..self.scan_cfg.clone() };
+        let cfg =
+            ScanConfig { rate: round_rate, burst: ScanConfig::burst_for_rate(round_rate), ..self.scan_cfg.clone() };
         let mut scan = Scan::new(p, cfg, now);
         scan.reserve(self.targets.len());
         for t in &self.targets {

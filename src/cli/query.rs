@@ -534,7 +534,7 @@ pub fn scan(a: ScanArgs) -> u8 {
     // The master gets the plugin parameters of the servers only through its own flags.
     let cfg = ScanConfig {
         rate: a.rate.max(1),
-        burst: (a.rate / 20).clamp(1, 1000),
+        burst: ScanConfig::burst_for_rate(a.rate),
         concurrency: a.concurrency.max(1),
         master_policy: MasterPolicy { allow_special_use: a.allow_private, max_ports_per_host: a.max_ports_per_host },
         ..config(&a.opts, params)

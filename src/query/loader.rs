@@ -914,7 +914,9 @@ mod tests {
             std::ptr::null()
         }
         use super::super::builtin::Builtin;
-        let cases: [(EntryFn, fn(&PluginError) -> bool); 4] = [
+        /// An entry function and what loading it must fail with.
+        type Case = (EntryFn, fn(&PluginError) -> bool);
+        let cases: [Case; 4] = [
             (wrong_abi, |e| matches!(e, PluginError::WrongAbiVersion { .. })),
             (short, |e| matches!(e, PluginError::ShortTable { .. })),
             (no_fn, |e| matches!(e, PluginError::MissingFunction { function: "on_timeout", .. })),

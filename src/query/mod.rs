@@ -10,12 +10,15 @@
 //!   one UDP socket per address family, next to BZFlag sessions on the same poll.
 //! * [`result`]: the result shape every protocol's answer is printed in.
 //! * [`targets`]: addresses with default ports, list files.
+//! * `addr` (private): the scanner's address keys, in one normal form, and their cheap keyed hasher.
 //! * [`filter`]: what a scan takes from a master's list (special-use addresses, ports per host).
 //!
 //! Protocol names: `bzflag` is built in ([`BZFLAG`], run as a TCP session by the reactor); every other name comes
 //! from a plugin (`teeworlds`, `teeworlds7`, `quake3`, `warsow`, `dpmaster`, `savage2`, `srb2`).
 #![deny(unsafe_code)]
 
+#[forbid(unsafe_code)]
+mod addr;
 #[forbid(unsafe_code)]
 pub mod builtin;
 #[forbid(unsafe_code)]

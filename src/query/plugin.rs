@@ -34,8 +34,7 @@ use query_abi::{
 };
 
 use super::loader::PluginLibrary;
-use super::result::{Answer, FieldValue, ServerField, MAX_ANSWER_TEXT};
-use super::scan::{MAX_FIELDS, MAX_PLAYERS};
+use super::result::{Answer, FieldValue, ServerField, MAX_ANSWER_TEXT, MAX_FIELDS, MAX_PLAYERS};
 
 /// Longest text (name, key, value, log line, error) accepted from a plugin, in bytes.
 pub const MAX_TEXT: usize = 64 * 1024;

@@ -29,6 +29,10 @@ pub const SHAPE_VERSION: u32 = 1;
 
 /// Most bytes of text one answer holds (its offsets are 32-bit); the host fails a query that reports more.
 pub const MAX_ANSWER_TEXT: usize = u32::MAX as usize;
+/// Most players kept for one answer; the host fails a query that reports more.
+pub const MAX_PLAYERS: usize = 4096;
+/// Most rules (and most raw fields) kept for one answer; the host fails a query that reports more.
+pub const MAX_FIELDS: usize = 4096;
 
 /// Player fields that are the entry's own keys; an `extra` field with one of these names is left out.
 const RESERVED_PLAYER_KEYS: [&str; 4] = ["name", "score", "team", "ping"];

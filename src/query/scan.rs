@@ -14,7 +14,7 @@
 //! * **Concurrency**: at most [`ScanConfig::concurrency`] queries run at once; the rest wait in FIFO order.
 //! * **Send rate**: a token bucket of [`ScanConfig::rate`] datagrams per second (burst [`ScanConfig::burst`]). A
 //!   query starts only when a token is available; once the bucket has run out, new queries wait until a batch of
-//!   tokens is there (about two milliseconds' worth at high rates, up to fifty tokens at lower ones) and then
+//!   tokens is there (about two milliseconds' worth at high rates, up to a hundred tokens at lower ones) and then
 //!   start together, so that a fast scan sends in groups instead of a datagram whenever a reply frees a token.
 //!   Datagrams of running queries (retries, handshakes, page requests) are never held back (that would distort
 //!   their timing and ping) but are charged to the bucket, so the average rate holds.
@@ -41,7 +41,6 @@
 use std::cmp::Reverse;
 use std::collections::{hash_map, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasher, Hash, Hasher};
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -49,16 +48,15 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 use tracing::{debug, error, info, trace, warn};
 
+use super::addr::{normalize, AddrHash, AddrKey};
 use super::filter::{EntryFilter, FilterCounts, MasterPolicy};
 use super::loader::{PluginLibrary, PluginSet, ProtocolKind};
 use super::plugin::{CallError, CallOutput, Handled, InstanceOptions, PluginHost, PluginInstance, Report};
 use super::result::{Answer, ErrorKind, FieldValue, QueryError, QueryResult};
 use super::BZFLAG;
 
-/// Most players kept for one query.
-pub const MAX_PLAYERS: usize = 4096;
-/// Most rules (and most raw fields) kept for one query.
-pub const MAX_FIELDS: usize = 4096;
+/// The limits of one answer, defined with it ([`super::result`]); here too for the paths they always had.
+pub use super::result::{MAX_FIELDS, MAX_PLAYERS};
 /// Most servers kept from one master query.
 pub const MAX_MASTER_ENTRIES: usize = 1 << 20;
 /// Most datagrams one query may send over its life.
@@ -137,6 +135,13 @@ impl Default for ScanConfig {
 }
 
 impl ScanConfig {
+    /// The burst the command line gives a scan at `rate` datagrams a second: a tenth of a second's worth, at most
+    /// 1,000, so that a dry bucket can wait for a batch of up to a hundred tokens (see [`ScanConfig::rate`]'s bucket):
+    /// one datagram to each of a hundred servers back to back, about 6 KB for Quake III requests.
+    pub fn burst_for_rate(rate: u32) -> u32 {
+        (rate / 10).clamp(1, 1000)
+    }
+
     /// The host's deadline for a query that started at `start`: the plugin's own waits (doubling per retry, each
     /// at least a second because some servers answer at most once a second), twice, plus two seconds.
     pub fn hard_timeout(&self) -> Duration {
@@ -325,12 +330,14 @@ impl Bucket {
         }
     }
 
-    /// Tokens a dry bucket waits for: about two milliseconds' worth at high rates, and at lower rates up to fifty
-    /// tokens (at most fifty milliseconds' worth; never more than the burst), so that a slow scan wakes up and sends
-    /// about as rarely per query as a fast one instead of once per token or two (which made each answer cost 3.3
-    /// times more at `--rate 1000` than at 20,000; 1.5 times now, bench/scan_rates.py).
+    /// Tokens a dry bucket waits for: about two milliseconds' worth at high rates, and at lower rates up to a
+    /// hundred tokens (at most a tenth of a second's worth; never more than the burst), so that a slow scan wakes up
+    /// and sends about as rarely per query as a fast one. Each wake-up of a scan that waited costs the same whatever
+    /// it then does (on a busy machine mostly caches gone cold meanwhile, some 150 µs), so its share of an answer is
+    /// that over the batch: once per token or two made each answer cost 3.3 times more at `--rate 1000` than at
+    /// 20,000; fifty tokens 1.3 to 1.4 times (bench/scan_rates.py).
     fn batch(&self) -> f64 {
-        (self.rate / 500.0).max((self.rate / 20.0).min(50.0)).clamp(1.0, self.burst)
+        (self.rate / 500.0).max((self.rate / 10.0).min(100.0)).clamp(1.0, self.burst)
     }
 
     /// True when a new query may start now.
@@ -415,117 +422,6 @@ fn take_answer(host: &PluginHost) -> Option<Box<Answer>> {
     let mut out = host.output();
     out.lent = false;
     out.answer.take()
-}
-
-/// A normalised address as a hash key: the IP as 128 bits (IPv4 as its IPv4-mapped IPv6 form, which [`normalize`]
-/// never leaves as an IPv6 address) and the port, hashed in two writes. Hashing a `SocketAddr` itself feeds the
-/// (DoS-resistant, keyed) hasher piece by piece and costs a few times more; the maps are looked up several times per
-/// query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct AddrKey {
-    ip: u128,
-    port: u16,
-}
-
-impl AddrKey {
-    /// The key of an address that went through [`normalize`] (IPv6 flow and scope are zero there).
-    fn new(a: SocketAddr) -> AddrKey {
-        let ip = match a {
-            SocketAddr::V4(v4) => u128::from(v4.ip().to_ipv6_mapped()),
-            SocketAddr::V6(v6) => u128::from(*v6.ip()),
-        };
-        AddrKey { ip, port: a.port() }
-    }
-}
-
-impl Hash for AddrKey {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        h.write_u128(self.ip);
-        h.write_u16(self.port);
-    }
-}
-
-/// The hasher of the scheduler's address maps: a keyed multiply-and-fold over the few words of an [`AddrKey`] (and a
-/// protocol index), with a key drawn per map from the standard library's random source, so that the layout of a
-/// map cannot be predicted from a list of addresses. The standard (SipHash) hasher costs several times more, and
-/// the maps are looked up several times per query.
-#[derive(Clone, Copy)]
-struct AddrHash {
-    key: [u64; 2],
-}
-
-impl Default for AddrHash {
-    fn default() -> AddrHash {
-        let r = std::collections::hash_map::RandomState::new();
-        AddrHash { key: [r.hash_one(0x5a17_u64), r.hash_one(0xb0b5_u64)] }
-    }
-}
-
-impl BuildHasher for AddrHash {
-    type Hasher = AddrHasher;
-
-    fn build_hasher(&self) -> AddrHasher {
-        AddrHasher { h: self.key[0], k: self.key[1] }
-    }
-}
-
-/// See [`AddrHash`].
-struct AddrHasher {
-    h: u64,
-    k: u64,
-}
-
-/// The high and low halves of the full product, folded.
-fn fold_mul(a: u64, b: u64) -> u64 {
-    let p = u128::from(a).wrapping_mul(u128::from(b));
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
-impl AddrHasher {
-    fn mix(&mut self, w: u64) {
-        self.h = fold_mul(self.h ^ w, self.k ^ 0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-impl Hasher for AddrHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b.get_mut(..c.len()).unwrap_or(&mut []).copy_from_slice(c);
-            self.mix(u64::from_le_bytes(b) ^ ((c.len() as u64) << 59));
-        }
-    }
-
-    fn write_u16(&mut self, n: u16) {
-        self.mix(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.mix(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.mix(n as u64);
-    }
-
-    fn write_u128(&mut self, n: u128) {
-        self.mix(n as u64);
-        self.mix((n >> 64) as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        fold_mul(self.h, self.k | 1)
-    }
-}
-
-fn normalize(a: SocketAddr) -> SocketAddr {
-    match a {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
-            None => SocketAddr::new((*v6.ip()).into(), v6.port()),
-        },
-        v4 => v4,
-    }
 }
 
 /// splitmix64: one seed per query from the scan's seed.
@@ -665,6 +561,13 @@ impl Scan {
 
     /// A datagram arrived from `from`.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        self.handle_datagram_received(now, now, from, data);
+    }
+
+    /// A datagram from `from` that arrived at `received` (the kernel's receive time, at or before `now`) is handed
+    /// over at `now`: as [`Scan::handle_datagram`], with the ping measured to `received`, so that a reply the driver
+    /// let wait unread ([`Scan::quiet_until`]) is not made slower by the wait.
+    pub fn handle_datagram_received(&mut self, now: Instant, received: Instant, from: SocketAddr, data: &[u8]) {
         self.stats.received += 1;
         let from = normalize(from);
         let Some(&key) = self.by_addr.get(&AddrKey::new(from)) else {
@@ -684,7 +587,7 @@ impl Scan {
         match r {
             Ok(Handled::Accepted) => {
                 if q.ping.is_none() {
-                    q.ping = q.last_send.map(|t| now.saturating_duration_since(t));
+                    q.ping = q.last_send.map(|t| received.min(now).saturating_duration_since(t));
                 }
                 self.after_call(now, key, Ok(()));
             }
@@ -847,6 +750,19 @@ impl Scan {
             None => Box::new(answer),
         };
         out.spare.push(boxed);
+    }
+
+    /// Until when replies may wait unread without changing what the scan does: while the rate limit holds back
+    /// waiting queries (the bucket ran dry), nothing a reply does can start one before the bucket has a batch of
+    /// tokens again, so a driver may read the replies that come meanwhile all at once then (giving their receive
+    /// times with [`Scan::handle_datagram_received`], and reading them before it calls [`Scan::handle_timeout`]),
+    /// instead of waking for each. `None` when a reply may let a query start (read at once).
+    pub fn quiet_until(&self) -> Option<Instant> {
+        if self.bucket.dry && !self.pending.is_empty() && self.transmits.is_empty() && self.tcp.is_empty() {
+            self.admit_at
+        } else {
+            None
+        }
     }
 
     /// When [`Scan::handle_timeout`] should be called next.
@@ -1014,15 +930,41 @@ impl Scan {
 
     /// Applies what one call into a query's plugin produced, then re-arms its timer or finishes it.
     ///
-    /// A query stays in `running` until [`Scan::finish`] removes it; the `self.running[key]` indexing here and in
-    /// `start` always follows a successful lookup of `key` with no `finish` in between.
+    /// A query stays in `running` until [`Scan::finish`] removes it; the `self.running[key]` indexing here, in
+    /// [`Scan::finish_answered`], [`Scan::await_plugin`] and in `start` always follows a successful lookup of `key`
+    /// with no `finish` in between.
     fn after_call(&mut self, now: Instant, key: usize, call: Result<(), CallError>) {
-        let Some(q) = self.running.get_mut(key) else { return };
+        let Some(q) = self.running.get(key) else { return };
         let lib = match &q.runner {
             Runner::Plugin(inst) => Some(inst.plugin().clone()),
             Runner::Tcp => None,
         };
         let plugin = lib.as_deref().map_or(BZFLAG, PluginLibrary::name);
+        let addr = q.target.addr;
+        let (failure, done) = self.apply_reports(now, key, plugin, call);
+        if let Some(f) = failure {
+            warn!(plugin, server = %addr, error = %f, "plugin failure");
+            self.finish(now, key, Err(f));
+            return;
+        }
+        match done {
+            Some(Ok(())) => self.finish_answered(now, key),
+            Some(Err(e)) => self.finish(now, key, Err(e)),
+            None => self.await_plugin(now, key, plugin),
+        }
+    }
+
+    /// Goes through the reports of one call into query `key`'s plugin, in order: queues its datagrams (charged to
+    /// the rate bucket), collects a master's entries, logs its lines. Returns the failure that ends the query (a
+    /// failed call, a report the host refuses) and the plugin's own end (`Done`), if any.
+    fn apply_reports(
+        &mut self,
+        now: Instant,
+        key: usize,
+        plugin: &str,
+        call: Result<(), CallError>,
+    ) -> (Option<QueryError>, Option<Result<(), QueryError>>) {
+        let Some(q) = self.running.get_mut(key) else { return (None, None) };
         let addr = q.target.addr;
         let mut failure: Option<QueryError> = None;
         let mut done: Option<Result<(), QueryError>> = None;
@@ -1039,45 +981,20 @@ impl Scan {
             }
             match r {
                 Report::Send { to, data } => {
-                    q.sends += 1;
-                    if q.sends > MAX_SENDS_PER_QUERY {
-                        failure = Some(QueryError::new(
-                            ErrorKind::Plugin,
-                            format!("the {plugin} plugin sent more than {MAX_SENDS_PER_QUERY} datagrams for one query"),
-                        ));
-                        continue;
-                    }
-                    if done.is_some() {
-                        continue;
-                    }
-                    let to = normalize(to);
-                    if to != addr {
-                        // Replies are matched by address: a plugin may only talk to its own target.
-                        failure = Some(QueryError::new(
-                            ErrorKind::Plugin,
-                            format!("the {plugin} plugin tried to send to {to}, not to its target"),
-                        ));
-                        continue;
-                    }
                     let bytes = out.bytes(data);
-                    q.bytes = q.bytes.saturating_add(bytes.len());
-                    if let Some((max_sends, max_bytes)) = q.budget {
-                        if q.sends > max_sends || q.bytes > max_bytes {
-                            self.stats.over_budget += 1;
-                            failure = Some(QueryError::new(
-                                ErrorKind::Plugin,
-                                format!(
-                                    "the {plugin} plugin would send more than a master entry may cause ({max_sends} \
-                                     datagrams, {max_bytes} bytes)"
-                                ),
-                            ));
+                    match check_send(q, plugin, to, bytes.len(), done.is_some()) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err((e, over_budget)) => {
+                            self.stats.over_budget += u64::from(over_budget);
+                            failure = Some(e);
                             continue;
                         }
                     }
                     q.last_send = Some(now);
                     self.bucket.tokens -= 1.0;
                     self.stats.sent += 1;
-                    self.transmits.push_back((to, self.transmit_bytes.len(), bytes.len()));
+                    self.transmits.push_back((addr, self.transmit_bytes.len(), bytes.len()));
                     self.transmit_bytes.extend_from_slice(bytes);
                 }
                 Report::ListComplete(complete) => q.list_complete = complete,
@@ -1123,72 +1040,68 @@ impl Scan {
                 Report::TooMany { what, max } => failure = Some(too_many(plugin, what, max)),
             }
         }
-        drop(out);
-        if let Some(f) = failure {
-            warn!(plugin, server = %addr, error = %f, "plugin failure");
-            self.finish(now, key, Err(f));
+        (failure, done)
+    }
+
+    /// Query `key`'s plugin reported its answer: the result goes out, and the next answers get about its size as
+    /// room.
+    fn finish_answered(&mut self, now: Instant, key: usize) {
+        let q = &mut self.running[key];
+        // The answer leaves its box, which is kept for a recycled answer ([`Scan::recycle`]).
+        let mut answer = match q.answer.take() {
+            Some(mut b) => {
+                let a = std::mem::take(&mut *b);
+                if self.empty_boxes.len() < MAX_SPARE_ANSWERS {
+                    self.empty_boxes.push(b);
+                }
+                a
+            }
+            None => Answer::default(),
+        };
+        if let Some(m) = q.master.take() {
+            answer.set_servers(Some(m.entries));
+        } else {
+            answer.set_player_list_known(q.list_complete || answer.player_count() > 0);
+        }
+        if !q.list_complete && q.kind == ProtocolKind::Server {
+            answer.set_raw("player_list_complete", FieldValue::Bool(false));
+        }
+        // The next answers get about this much room at once (a decaying maximum, capped).
+        let (text, fields, players) = answer.sizes();
+        let (ht, hf, hp) = self.answer_hint;
+        self.answer_hint = (
+            text.max(ht - ht / 8).min(MAX_ANSWER_HINT.0),
+            fields.max(hf - hf / 8).min(MAX_ANSWER_HINT.1),
+            players.max(hp - hp / 8).min(MAX_ANSWER_HINT.2),
+        );
+        self.finish(now, key, Ok(answer));
+    }
+
+    /// Query `key` is still running: asks its plugin for the next deadline (no answer is lent: reports from there
+    /// are refused) and re-arms its timer.
+    fn await_plugin(&mut self, now: Instant, key: usize, plugin: &str) {
+        let d = match &mut self.running[key].runner {
+            Runner::Plugin(inst) => inst.next_deadline_ms(),
+            Runner::Tcp => None,
+        };
+        let reported = {
+            let out = self.host.output();
+            out.data_reports > 0 || out.reports.iter().any(|r| !matches!(r, Report::Log { .. }))
+        };
+        if reported {
+            self.finish(
+                now,
+                key,
+                Err(QueryError::new(
+                    ErrorKind::Plugin,
+                    format!("the {plugin} plugin reported from next_deadline_ms; query dropped"),
+                )),
+            );
             return;
         }
-        match done {
-            Some(Ok(())) => {
-                let q = &mut self.running[key];
-                // The answer leaves its box, which is kept for a recycled answer ([`Scan::recycle`]).
-                let mut answer = match q.answer.take() {
-                    Some(mut b) => {
-                        let a = std::mem::take(&mut *b);
-                        if self.empty_boxes.len() < MAX_SPARE_ANSWERS {
-                            self.empty_boxes.push(b);
-                        }
-                        a
-                    }
-                    None => Answer::default(),
-                };
-                if let Some(m) = q.master.take() {
-                    answer.set_servers(Some(m.entries));
-                } else {
-                    answer.set_player_list_known(q.list_complete || answer.player_count() > 0);
-                }
-                if !q.list_complete && q.kind == ProtocolKind::Server {
-                    answer.set_raw("player_list_complete", FieldValue::Bool(false));
-                }
-                // The next answers get about this much room at once (a decaying maximum, capped).
-                let (text, fields, players) = answer.sizes();
-                let (ht, hf, hp) = self.answer_hint;
-                self.answer_hint = (
-                    text.max(ht - ht / 8).min(MAX_ANSWER_HINT.0),
-                    fields.max(hf - hf / 8).min(MAX_ANSWER_HINT.1),
-                    players.max(hp - hp / 8).min(MAX_ANSWER_HINT.2),
-                );
-                self.finish(now, key, Ok(answer));
-            }
-            Some(Err(e)) => self.finish(now, key, Err(e)),
-            None => {
-                // Still running: ask for the next deadline (no answer is lent: reports from here are dropped).
-                let d = match &mut self.running[key].runner {
-                    Runner::Plugin(inst) => inst.next_deadline_ms(),
-                    Runner::Tcp => None,
-                };
-                let reported = {
-                    let out = self.host.output();
-                    out.data_reports > 0 || out.reports.iter().any(|r| !matches!(r, Report::Log { .. }))
-                };
-                if reported {
-                    self.finish(
-                        now,
-                        key,
-                        Err(QueryError::new(
-                            ErrorKind::Plugin,
-                            format!("the {plugin} plugin reported from next_deadline_ms; query dropped"),
-                        )),
-                    );
-                    return;
-                }
-                let q = &mut self.running[key];
-                q.plugin_deadline =
-                    d.map(|ms| self.epoch.checked_add(Duration::from_millis(ms)).unwrap_or(q.hard_deadline));
-                self.rearm(key);
-            }
-        }
+        let q = &mut self.running[key];
+        q.plugin_deadline = d.map(|ms| self.epoch.checked_add(Duration::from_millis(ms)).unwrap_or(q.hard_deadline));
+        self.rearm(key);
     }
 
     fn rearm(&mut self, key: usize) {
@@ -1346,6 +1259,37 @@ impl RandomPool {
 /// `t + d`, or a day after `t` when that overflows (a configuration with absurd durations).
 fn later(t: Instant, d: Duration) -> Instant {
     t.checked_add(d).or_else(|| t.checked_add(Duration::from_secs(86_400))).unwrap_or(t)
+}
+
+/// Checks one datagram a query's plugin wants to send (`len` bytes to `to`), and counts it: `Ok(true)` to send it,
+/// `Ok(false)` to drop it (the plugin already reported its end), or the failure that ends the query (more than
+/// [`MAX_SENDS_PER_QUERY`], another address than its target, over a master entry's [`entry_budget`]: then `true`).
+fn check_send(q: &mut Query, plugin: &str, to: SocketAddr, len: usize, done: bool) -> Result<bool, (QueryError, bool)> {
+    q.sends += 1;
+    if q.sends > MAX_SENDS_PER_QUERY {
+        let e = format!("the {plugin} plugin sent more than {MAX_SENDS_PER_QUERY} datagrams for one query");
+        return Err((QueryError::new(ErrorKind::Plugin, e), false));
+    }
+    if done {
+        return Ok(false);
+    }
+    let to = normalize(to);
+    if to != q.target.addr {
+        // Replies are matched by address: a plugin may only talk to its own target.
+        let e = format!("the {plugin} plugin tried to send to {to}, not to its target");
+        return Err((QueryError::new(ErrorKind::Plugin, e), false));
+    }
+    q.bytes = q.bytes.saturating_add(len);
+    if let Some((max_sends, max_bytes)) = q.budget {
+        if q.sends > max_sends || q.bytes > max_bytes {
+            let e = format!(
+                "the {plugin} plugin would send more than a master entry may cause ({max_sends} datagrams, {max_bytes} \
+                 bytes)"
+            );
+            return Err((QueryError::new(ErrorKind::Plugin, e), true));
+        }
+    }
+    Ok(true)
 }
 
 fn plugin_name(q: &Query) -> &str {

@@ -6,13 +6,28 @@
 //! scan, which demultiplexes them by source address. The scan's datagrams go out in batches too (`sendmmsg`), straight
 //! from its buffer; those the kernel cannot take right away wait in a bounded queue per socket
 //! ([`MAX_QUERY_UDP_QUEUE`]) with `WRITABLE` interest registered only while the queue is not empty. The scan's
-//! deadline is part of the reactor's poll timeout. Built-in TCP queries (`bzflag`) run as ordinary query-only
+//! deadline is part of the reactor's poll timeout.
+//!
+//! **Replies wait while nothing can start.** While the scan's rate limit holds back its waiting queries
+//! ([`Scan::quiet_until`]), a reply can only end its query: no new one starts before the bucket has a batch of tokens
+//! again. So the sockets leave the poll until then (at most [`MAX_READ_HOLD`]), and every reply that came meanwhile
+//! is read in one go when the scan wakes to send its next batch, or before any of its deadlines is handled (so that
+//! no retry or timeout overtakes a reply that was already there). A rate-limited scan then wakes once per batch of
+//! sends instead of once per reply, which shares a wake-up's cost among the batch (see `docs/scanning.md`). Pings stay
+//! honest: each datagram's time is the kernel's receive time (`SO_TIMESTAMPNS`, see [`batch`]), not the read's.
+//! Replies wait only where that time is given (Linux) and once a datagram has shown that the kernel stamps them as
+//! they arrive (right after the first socket of a system asks for receive times, Linux stamps them when they are read
+//! for a moment, which would count the wait in the ping), only while the kernel's receive buffer has room for two
+//! replies of 2 KiB for every running query ([`HOLD_BYTES_PER_QUERY`]), and never again in a scan once the kernel
+//! reported a datagram dropped for a full buffer (`SO_RXQ_OVFL`).
+//!
+//! Built-in TCP queries (`bzflag`) run as ordinary query-only
 //! sessions on the reactor whose outcome goes back to the scan instead of to [`Reactor::poll_event`].
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
@@ -24,7 +39,7 @@ use crate::bzflag::event::Event;
 use crate::bzflag::session::{SessionConfig, SessionEnd};
 use crate::query::result::{ErrorKind, QueryError, QueryResult};
 use crate::query::scan::{Scan, ScanEvent, TcpQueryId};
-use batch::{send_batch, RecvBatch, BATCH};
+use batch::{ask_receive_info, send_batch, RecvBatch, BATCH};
 
 #[allow(unsafe_code)] // the batched socket calls: the reactor's only unsafe (docs/unsafe.md)
 mod batch;
@@ -36,6 +51,14 @@ pub const MAX_QUERY_UDP_QUEUE: usize = 4096;
 /// Datagrams read from one query socket per turn before the reactor's other sources (and the scan's own timers and
 /// output) get their turn; the rest are read on the next turn, which comes at once.
 pub const QUERY_READ_BUDGET: usize = 2 * BATCH;
+
+/// Longest that a rate-limited scan's replies wait unread (see the module documentation): it bounds how late a result
+/// comes out, not its ping, which is taken from the kernel's receive time.
+pub const MAX_READ_HOLD: Duration = Duration::from_millis(100);
+
+/// Receive-buffer room, as the kernel accounts it, that replies may wait unread only if there is this much of it for
+/// every running query: two replies of up to 2 KiB (a datagram's accounted size is its payload and some 700 bytes).
+pub const HOLD_BYTES_PER_QUERY: usize = 4096;
 
 /// Identifies a scan on a reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,7 +76,20 @@ struct QuerySock {
     sock: UdpSocket,
     token: Token,
     queue: VecDeque<(SocketAddr, Vec<u8>)>,
+    /// On the poll (readable, and writable while `queue` has datagrams); off it while replies wait unread.
+    registered: bool,
     writable_interest: bool,
+    /// The kernel was asked for each datagram's receive time.
+    stamps: bool,
+    /// A datagram came with a receive time from before the read that got it: the kernel stamps datagrams as they
+    /// arrive. (Right after a system's first socket asks, it may stamp them only when they are read, for a moment.)
+    stamps_seen: bool,
+    /// The receive buffer the kernel granted, in bytes as it accounts them.
+    recv_buffer: usize,
+    /// When a read last found the socket empty (or it was opened): no datagram read later arrived before it.
+    emptied_at: Instant,
+    /// The kernel's count of datagrams dropped for a full receive buffer, as last reported.
+    drops: u32,
 }
 
 pub(super) struct ScanConn {
@@ -65,11 +101,53 @@ pub(super) struct ScanConn {
     dropped: u64,
     /// Receive slots, shared by the scan's sockets (made at the first read).
     recv: Option<Box<RecvBatch>>,
+    /// Replies wait unread until then (the sockets are off the poll).
+    hold: Option<Instant>,
+    /// The kernel dropped a datagram for a full receive buffer: replies are read at once from then on.
+    no_hold: bool,
 }
 
 impl ScanConn {
     pub(super) fn next_deadline(&mut self) -> Option<Instant> {
-        self.scan.poll_timeout()
+        match (self.scan.poll_timeout(), self.hold) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Until when replies may wait unread, if they may (see the module documentation).
+    fn hold_until(&self, now: Instant) -> Option<Instant> {
+        if self.no_hold {
+            return None;
+        }
+        let mut room = usize::MAX;
+        let mut any = false;
+        for s in [self.v4.as_ref(), self.v6.as_ref()].into_iter().flatten() {
+            if !s.stamps_seen || !s.queue.is_empty() {
+                return None;
+            }
+            room = room.min(s.recv_buffer);
+            any = true;
+        }
+        if !any || self.scan.running().saturating_mul(HOLD_BYTES_PER_QUERY) > room {
+            return None;
+        }
+        let until = self.scan.quiet_until().filter(|t| *t > now)?;
+        Some(until.min(now + MAX_READ_HOLD))
+    }
+
+    /// Reads what waits on the scan's sockets into the scan (at most [`QUERY_READ_BUDGET`] datagrams a socket);
+    /// returns the sockets where more is left.
+    fn read(&mut self, which: [bool; 2], now: Instant) -> [bool; 2] {
+        let ScanConn { scan, v4, v6, recv, no_hold, .. } = self;
+        let batch = recv.get_or_insert_with(|| Box::new(RecvBatch::new()));
+        let mut left = [false; 2];
+        for (fam, s) in [v4.as_mut(), v6.as_mut()].into_iter().enumerate() {
+            if let (Some(s), true) = (s, which[fam]) {
+                left[fam] = read_query_socket(scan, s, batch, no_hold, now);
+            }
+        }
+        left
     }
 
     fn is_done(&self) -> bool {
@@ -89,6 +167,8 @@ impl Reactor {
             open_error: [None, None],
             dropped: 0,
             recv: None,
+            hold: None,
+            no_hold: false,
         }));
         self.pump_scan(id, Instant::now());
         id
@@ -161,41 +241,10 @@ impl Reactor {
     pub(super) fn on_query_udp_ready(&mut self, id: ScanId, v6: bool, now: Instant, readable: bool, writable: bool) {
         let Some(sc) = self.scans.get_mut(id.0) else { return };
         if readable {
-            let ScanConn { scan, v4, v6: s6, recv, .. } = sc;
-            let Some(s) = (if v6 { s6.as_mut() } else { v4.as_mut() }) else { return };
-            let batch = recv.get_or_insert_with(|| Box::new(RecvBatch::new()));
-            let mut read = 0;
-            loop {
-                if read >= QUERY_READ_BUDGET {
-                    self.backlog.push(s.token);
-                    break;
-                }
-                match batch.recv(&s.sock) {
-                    Ok(n) => {
-                        read += n;
-                        for i in 0..n {
-                            let Some((from, data, truncated)) = batch.get(i) else { break };
-                            if truncated {
-                                // Cannot happen with full-size slots; never parse a cut datagram.
-                                debug!(%from, len = data.len(), "truncated datagram dropped");
-                                continue;
-                            }
-                            scan.handle_datagram(now, from, data);
-                        }
-                        // A short batch means the socket was empty; every later datagram raises a new event.
-                        if n < BATCH {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    // Errors queued on the socket (e.g. ICMP reports where the system passes them on) are not
-                    // fatal to the socket; stop reading for this event.
-                    Err(e) => {
-                        debug!(error = %e, "query socket recv error");
-                        break;
-                    }
-                }
+            let left = sc.read([!v6, v6], now);
+            let token = if v6 { sc.v6.as_ref() } else { sc.v4.as_ref() }.map(|s| s.token);
+            if let (true, Some(t)) = (left[usize::from(v6)], token) {
+                self.backlog.push(t);
             }
         }
         if writable {
@@ -213,7 +262,21 @@ impl Reactor {
             .collect();
         for k in due {
             if let Some(s) = self.scans.get_mut(k) {
-                s.scan.handle_timeout(now);
+                // Replies that waited unread come first: no deadline may overtake a reply that was already there.
+                let mut more = false;
+                if s.hold.take().is_some() {
+                    let left = s.read([true, true], now);
+                    for (fam, sock) in [s.v4.as_ref(), s.v6.as_ref()].into_iter().enumerate() {
+                        if let (true, Some(sock)) = (left[fam], sock) {
+                            self.backlog.push(sock.token);
+                            more = true;
+                        }
+                    }
+                }
+                // With more left to read (the next turn comes at once), the deadlines wait for that turn.
+                if !more {
+                    s.scan.handle_timeout(now);
+                }
             }
             self.pump_scan(ScanId(k), now);
         }
@@ -310,13 +373,26 @@ impl Reactor {
             }
         }
         let Some(sc) = self.scans.get_mut(id.0) else { return };
+        sc.hold = sc.hold_until(now);
+        let registry = self.poll.registry();
         for s in [sc.v4.as_mut(), sc.v6.as_mut()].into_iter().flatten() {
+            if sc.hold.is_some() {
+                // Off the poll until the hold ends (its send queue is empty: holds need that).
+                if s.registered && registry.deregister(&mut s.sock).is_ok() {
+                    s.registered = false;
+                }
+                continue;
+            }
             let want = !s.queue.is_empty();
-            if want != s.writable_interest {
-                let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-                if self.poll.registry().reregister(&mut s.sock, s.token, interest).is_ok() {
+            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            if !s.registered {
+                // Back on the poll: a datagram that came since the last read raises an event at once.
+                if registry.register(&mut s.sock, s.token, interest).is_ok() {
+                    s.registered = true;
                     s.writable_interest = want;
                 }
+            } else if want != s.writable_interest && registry.reregister(&mut s.sock, s.token, interest).is_ok() {
+                s.writable_interest = want;
             }
         }
     }
@@ -362,11 +438,23 @@ fn send_datagrams(
         let slot = if is_v6 { &mut *v6 } else { &mut *v4 };
         if slot.is_none() && open_error[fam].is_none() {
             match open_query_socket(is_v6) {
-                Ok(mut sock) => {
+                Ok((mut sock, recv_buffer)) => {
                     let token = Token(sources.insert(Source::QueryUdp(id, is_v6)));
                     match registry.register(&mut sock, token, Interest::READABLE) {
                         Ok(()) => {
-                            *slot = Some(QuerySock { sock, token, queue: VecDeque::new(), writable_interest: false })
+                            let stamps = ask_receive_info(&sock);
+                            *slot = Some(QuerySock {
+                                sock,
+                                token,
+                                queue: VecDeque::new(),
+                                registered: true,
+                                writable_interest: false,
+                                stamps,
+                                stamps_seen: false,
+                                recv_buffer,
+                                emptied_at: Instant::now(),
+                                drops: 0,
+                            })
                         }
                         Err(e) => {
                             sources.remove(token.0);
@@ -446,7 +534,8 @@ pub const QUERY_RECV_BUFFER: usize = 4 << 20;
 /// Send buffer asked for a query socket.
 pub const QUERY_SEND_BUFFER: usize = 1 << 20;
 
-fn open_query_socket(v6: bool) -> io::Result<UdpSocket> {
+/// Opens a query socket; returns it and the receive buffer the kernel granted (0 when it does not say).
+fn open_query_socket(v6: bool) -> io::Result<(UdpSocket, usize)> {
     use socket2::{Domain, Protocol, Socket, Type};
     let any: SocketAddr = if v6 { (Ipv6Addr::UNSPECIFIED, 0).into() } else { (Ipv4Addr::UNSPECIFIED, 0).into() };
     let s = Socket::new(if v6 { Domain::IPV6 } else { Domain::IPV4 }, Type::DGRAM, Some(Protocol::UDP))?;
@@ -460,7 +549,75 @@ fn open_query_socket(v6: bool) -> io::Result<UdpSocket> {
     if let Err(e) = s.set_send_buffer_size(QUERY_SEND_BUFFER) {
         debug!(error = %e, "query socket send buffer");
     }
+    let recv_buffer = s.recv_buffer_size().unwrap_or(0);
     s.set_nonblocking(true)?;
     s.bind(&any.into())?;
-    Ok(UdpSocket::from_std(s.into()))
+    Ok((UdpSocket::from_std(s.into()), recv_buffer))
+}
+
+/// Reads what waits on one query socket into the scan (at `now`, the turn's time), at most [`QUERY_READ_BUDGET`]
+/// datagrams; returns true when the budget ran out before the socket was empty. Each datagram goes in with its
+/// receive time: the kernel's (converted to the monotonic clock by the clocks' difference right after the read, and
+/// never before the socket was last found empty, so that a step of the system clock cannot make it older than it
+/// can be), or the read's.
+fn read_query_socket(
+    scan: &mut Scan,
+    s: &mut QuerySock,
+    batch: &mut RecvBatch,
+    no_hold: &mut bool,
+    now: Instant,
+) -> bool {
+    let mut read = 0;
+    loop {
+        if read >= QUERY_READ_BUDGET {
+            return true;
+        }
+        // Receive times from before the call prove that the kernel stamps datagrams as they arrive.
+        let before = if s.stamps && !s.stamps_seen { Some(SystemTime::now()) } else { None };
+        match batch.recv(&s.sock) {
+            Ok(n) => {
+                let (mono, wall) = (Instant::now(), s.stamps.then(SystemTime::now));
+                read += n;
+                if let Some(d) = batch.overflow.filter(|d| *d > s.drops) {
+                    debug!(dropped = d - s.drops, "query socket receive buffer overflowed; replies are read at once");
+                    s.drops = d;
+                    *no_hold = true;
+                }
+                let oldest = mono.saturating_duration_since(s.emptied_at);
+                for i in 0..n {
+                    let Some((from, data, truncated)) = batch.get(i) else { break };
+                    if truncated {
+                        // Cannot happen with full-size slots; never parse a cut datagram.
+                        debug!(%from, len = data.len(), "truncated datagram dropped");
+                        continue;
+                    }
+                    let at = batch.received_at(i);
+                    if let (Some(b), Some(at)) = (before, at) {
+                        s.stamps_seen |= at < b;
+                    }
+                    let age = match (wall, at) {
+                        (Some(w), Some(at)) => w.duration_since(at).unwrap_or(Duration::ZERO).min(oldest),
+                        _ => Duration::ZERO,
+                    };
+                    scan.handle_datagram_received(now, mono.checked_sub(age).unwrap_or(mono), from, data);
+                }
+                // A short batch means the socket was empty; every later datagram raises a new event.
+                if n < BATCH {
+                    s.emptied_at = mono;
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                s.emptied_at = Instant::now();
+                return false;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // Errors queued on the socket (e.g. ICMP reports where the system passes them on) are not fatal to the
+            // socket; stop reading for this event.
+            Err(e) => {
+                debug!(error = %e, "query socket recv error");
+                return false;
+            }
+        }
+    }
 }

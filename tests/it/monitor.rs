@@ -591,3 +591,31 @@ fn a_database_that_cannot_be_written_is_reported_while_scanning_goes_on_and_writ
     let rounds: i64 = c.query_row("SELECT count(DISTINCT t) FROM samples", [], |r| r.get(0)).unwrap();
     assert!(rounds >= 2, "{rounds}");
 }
+
+/// A server that never answered (no name, no map, no players, never up) is listed by `/api/servers` and
+/// `/api/servers/PROTOCOL/ADDRESS`, and both answers validate against docs/schemas/monitor-api.schema.json.
+#[test]
+fn a_server_that_never_answers_is_listed_and_validates_against_the_schema() {
+    let plugins = real_plugin_dir();
+    let dir = TempDir::new("monitor-silent");
+    let silent = crate::support::fake::silent("127.0.0.1:0");
+    let addr = silent.addr();
+    let args = ["--interval".to_owned(), "1".to_owned(), "--server".to_owned(), format!("quake3={addr}")];
+    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &args);
+    let servers = m.wait_servers("the silent server after a round", WAIT * 2, |s| {
+        find(s, "quake3", addr).is_some_and(|v| v["ok"] == false)
+    });
+    let v = find(&servers, "quake3", addr).unwrap().clone();
+    assert_eq!(
+        (v["up"].clone(), v["name"].clone(), v["last_ok"].clone()),
+        (false.into(), Value::Null, Value::Null),
+        "{v}"
+    );
+    assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+    let schema = crate::schemas::Schema::load("monitor-api");
+    schema.check(&m.json("/api/servers"));
+    schema.check(&m.json("/api/servers?history=1"));
+    let one = m.json(&format!("/api/servers/quake3/{addr}"));
+    schema.check(&one);
+    assert_eq!(one["address"], addr.to_string(), "{one}");
+}

@@ -7,12 +7,18 @@
 //! cut short; a datagram the kernel still reports truncated (`MSG_TRUNC`) is flagged and dropped by the caller, never
 //! parsed.
 //!
+//! On Linux each datagram also comes with the time the kernel received it (`SO_TIMESTAMPNS`), so that a reply read
+//! some milliseconds after it arrived (the reactor lets replies wait while a rate-limited scan has nothing to start,
+//! see `super`) still gives an honest ping, and the batch says how many datagrams the kernel dropped for a full
+//! receive buffer (`SO_RXQ_OVFL`), so that the reactor can stop letting them wait.
+//!
 //! The only `unsafe` of the reactor is here: the two system calls, each in one function, over arrays this module
-//! builds right before the call, and the all-zero `mmsghdr` those arrays start from (its fields are not all public on
-//! every libc).
+//! builds right before the call, the all-zero `mmsghdr` those arrays start from (its fields are not all public on
+//! every libc), the walk over the control messages the kernel wrote, and the two `setsockopt` calls that ask for them.
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::SystemTime;
 
 use mio::net::UdpSocket;
 
@@ -21,25 +27,80 @@ pub(super) const BATCH: usize = 32;
 /// Bytes per receive slot: the largest UDP payload (65,507 bytes over IPv4, 65,527 over IPv6 without jumbograms).
 pub(super) const SLOT: usize = 1 << 16;
 
+/// Room for the control messages of one datagram: a receive time (`timespec`) and a drop count (`u32`), each with
+/// its header, in 8-byte words (so that the headers are aligned).
+#[cfg(target_os = "linux")]
+const CTRL_WORDS: usize = 16;
+
 /// Receive slots for [`BATCH`] datagrams (2 MiB of address space; only the pages datagrams land in are touched).
 pub(super) struct RecvBatch {
     buf: Box<[u8]>,
     got: [Received; BATCH],
+    /// Control-message room per slot.
+    #[cfg(target_os = "linux")]
+    ctrl: [[u64; CTRL_WORDS]; BATCH],
+    /// Datagrams the kernel dropped on the socket of the last read for a full receive buffer, since it was opened,
+    /// as that read said (`SO_RXQ_OVFL`: only once some were dropped; `None` otherwise).
+    pub(super) overflow: Option<u32>,
 }
 
-/// One received datagram: source, length, and whether the kernel had to cut it.
+/// One received datagram: source, length, whether the kernel had to cut it, and when the kernel received it.
 #[derive(Clone, Copy)]
 struct Received {
     from: SocketAddr,
     len: usize,
     truncated: bool,
+    /// The kernel's receive time (`SO_TIMESTAMPNS`, the system clock), when it gave one.
+    stamp: Option<SystemTime>,
+}
+
+/// Asks the kernel for each datagram's receive time and for the count of datagrams dropped for a full receive
+/// buffer, with every datagram read from `sock` ([`RecvBatch::received_at`], [`RecvBatch::overflow`]). Returns whether
+/// receive times are on (never elsewhere than Linux).
+#[cfg(target_os = "linux")]
+pub(super) fn ask_receive_info(sock: &UdpSocket) -> bool {
+    use std::os::fd::AsRawFd;
+    let set = |opt: libc::c_int| {
+        let on: libc::c_int = 1;
+        // SAFETY: `setsockopt` reads `size_of::<c_int>()` bytes from a pointer to a live local `c_int`; the file
+        // descriptor is the socket's own, open for the duration of the call.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&on as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            ) == 0
+        }
+    };
+    // The drop count is a help, not a need: its absence only means no early warning.
+    let _ = set(libc::SO_RXQ_OVFL);
+    set(libc::SO_TIMESTAMPNS)
+}
+
+/// Receive times are Linux's only here.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn ask_receive_info(_sock: &UdpSocket) -> bool {
+    false
 }
 
 impl RecvBatch {
     pub(super) fn new() -> RecvBatch {
-        let none = Received { from: SocketAddr::from(([0, 0, 0, 0], 0)), len: 0, truncated: false };
+        let none = Received { from: SocketAddr::from(([0, 0, 0, 0], 0)), len: 0, truncated: false, stamp: None };
         // Zeroed memory comes from fresh pages: nothing is touched until a datagram is written there.
-        RecvBatch { buf: vec![0u8; BATCH * SLOT].into_boxed_slice(), got: [none; BATCH] }
+        RecvBatch {
+            buf: vec![0u8; BATCH * SLOT].into_boxed_slice(),
+            got: [none; BATCH],
+            #[cfg(target_os = "linux")]
+            ctrl: [[0; CTRL_WORDS]; BATCH],
+            overflow: None,
+        }
+    }
+
+    /// When the kernel received datagram `i` of the last [`RecvBatch::recv`] (by the system clock), if it said.
+    pub(super) fn received_at(&self, i: usize) -> Option<SystemTime> {
+        self.got.get(i)?.stamp
     }
 
     /// Datagram `i` of the last [`RecvBatch::recv`]: source, payload, truncated.
@@ -60,16 +121,19 @@ impl RecvBatch {
             *v = libc::iovec { iov_base: slot.as_mut_ptr().cast(), iov_len: slot.len() };
         }
         let mut hdrs: [libc::mmsghdr; BATCH] = [blank_mmsghdr(); BATCH];
-        for ((h, v), name) in hdrs.iter_mut().zip(iov.iter_mut()).zip(names.iter_mut()) {
+        for (((h, v), name), ctrl) in hdrs.iter_mut().zip(iov.iter_mut()).zip(names.iter_mut()).zip(&mut self.ctrl) {
             h.msg_hdr.msg_name = (name as *mut libc::sockaddr_in6).cast();
             h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_in6>() as libc::socklen_t;
             h.msg_hdr.msg_iov = v;
             h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = ctrl.as_mut_ptr().cast();
+            h.msg_hdr.msg_controllen = size_of::<[u64; CTRL_WORDS]>() as _;
         }
         // SAFETY: `hdrs` holds BATCH initialised headers; each points to one `iovec` of `iov` (a distinct SLOT-byte
-        // range of `self.buf`) and to one `sockaddr_in6` of `names` with its true size as `msg_namelen`, so the
-        // kernel writes only inside memory these locals and `self.buf` own, all alive and not otherwise borrowed
-        // until the call returns. `MSG_DONTWAIT` keeps the call from blocking; no timeout pointer is passed.
+        // range of `self.buf`), to one `sockaddr_in6` of `names` with its true size as `msg_namelen`, and to one
+        // control buffer of `self.ctrl` with its true size as `msg_controllen`, so the kernel writes only inside
+        // memory these locals and `self` own, all alive and not otherwise borrowed until the call returns.
+        // `MSG_DONTWAIT` keeps the call from blocking; no timeout pointer is passed.
         let n = unsafe {
             libc::recvmmsg(
                 sock.as_raw_fd(),
@@ -83,12 +147,16 @@ impl RecvBatch {
             return Err(io::Error::last_os_error());
         }
         let n = (n as usize).min(BATCH);
+        self.overflow = None;
         for ((got, h), name) in self.got.iter_mut().zip(&hdrs).zip(&names).take(n) {
+            let (stamp, overflow) = control_info(&h.msg_hdr);
             *got = Received {
                 from: sockaddr_to_std(name, h.msg_hdr.msg_namelen),
                 len: h.msg_len as usize,
                 truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+                stamp,
             };
+            self.overflow = overflow.max(self.overflow);
         }
         Ok(n)
     }
@@ -101,7 +169,7 @@ impl RecvBatch {
             match sock.recv_from(slot) {
                 Ok((len, from)) => {
                     // A datagram that filled the whole slot may have been longer: the system does not say.
-                    *got = Received { from, len, truncated: len >= SLOT };
+                    *got = Received { from, len, truncated: len >= SLOT, stamp: None };
                     n += 1;
                 }
                 // Keep what arrived; an error comes back on the next call.
@@ -157,6 +225,41 @@ pub(super) fn send_batch(sock: &UdpSocket, msgs: &[(SocketAddr, &[u8])]) -> io::
         }
     }
     Ok(n)
+}
+
+/// The receive time (`SCM_TIMESTAMPNS`) and the drop count (`SO_RXQ_OVFL`) among the control messages the kernel
+/// wrote for one received datagram.
+#[cfg(target_os = "linux")]
+fn control_info(hdr: &libc::msghdr) -> (Option<SystemTime>, Option<u32>) {
+    let (mut stamp, mut overflow) = (None, None);
+    // SAFETY: `hdr` is a header `recvmmsg` just filled: `msg_control` points to its slot's control buffer in the
+    // `RecvBatch` (alive, not otherwise borrowed while `hdr` is read) and `msg_controllen` is what the kernel wrote
+    // there, at most that buffer's size. `CMSG_FIRSTHDR` and `CMSG_NXTHDR` only return headers that lie within
+    // `msg_controllen` (or null); a message's data is read only when its `cmsg_len` says it holds the whole value,
+    // and with `read_unaligned`, which asks nothing of the alignment.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            let (level, kind, len) = ((*c).cmsg_level, (*c).cmsg_type, (*c).cmsg_len as usize);
+            let data = libc::CMSG_DATA(c);
+            if level == libc::SOL_SOCKET
+                && kind == libc::SCM_TIMESTAMPNS
+                && len >= libc::CMSG_LEN(size_of::<libc::timespec>() as libc::c_uint) as usize
+            {
+                let ts = std::ptr::read_unaligned(data.cast::<libc::timespec>());
+                if let (Ok(s), Ok(ns)) = (u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec)) {
+                    stamp = SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(s, ns.min(999_999_999)));
+                }
+            } else if level == libc::SOL_SOCKET
+                && kind == libc::SO_RXQ_OVFL
+                && len >= libc::CMSG_LEN(size_of::<u32>() as libc::c_uint) as usize
+            {
+                overflow = Some(std::ptr::read_unaligned(data.cast::<u32>()));
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    (stamp, overflow)
 }
 
 #[cfg(target_os = "linux")]
@@ -269,6 +372,38 @@ mod tests {
             assert_eq!(got, payloads);
             assert_eq!(batch.recv(&b).unwrap_err().kind(), io::ErrorKind::WouldBlock);
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn each_datagram_has_the_kernels_receive_time_and_drops_are_counted() {
+        let a = socket("127.0.0.1:0");
+        let b = socket("127.0.0.1:0");
+        assert!(ask_receive_info(&b));
+        let before = SystemTime::now();
+        assert_eq!(send_batch(&a, &[(b.local_addr().unwrap(), b"ping")]).unwrap(), 1);
+        let mut batch = RecvBatch::new();
+        assert_eq!(recv_some(&mut batch, &b), 1);
+        let after = SystemTime::now();
+        let at = batch.received_at(0).expect("a receive time");
+        assert!(before <= at && at <= after, "{before:?} <= {at:?} <= {after:?}");
+        // A receive buffer too small for what comes: the kernel drops some and says how many.
+        let s = socket2::SockRef::from(&b);
+        s.set_recv_buffer_size(4096).unwrap();
+        let to = b.local_addr().unwrap();
+        let big = [0u8; 1000];
+        for _ in 0..64 {
+            let _ = send_batch(&a, &[(to, &big)]);
+        }
+        let mut read = 0;
+        while let Ok(n) = batch.recv(&b) {
+            read += n;
+        }
+        assert!(read < 64, "{read} datagrams read, none dropped");
+        // The count comes with the datagrams queued after the drops.
+        assert_eq!(send_batch(&a, &[(to, b"last")]).unwrap(), 1);
+        assert_eq!(recv_some(&mut batch, &b), 1);
+        assert!(batch.overflow.is_some_and(|d| d > 0 && d as usize <= 64 - read), "{:?}, {read} read", batch.overflow);
     }
 
     #[test]
