@@ -9,7 +9,7 @@
 //! Sockets and timers are kept in slabs keyed by `mio::Token`, with a [`Source`] telling what each token is, so
 //! that other engines can register their own UDP sockets and timers on the same poll: [`crate::query::Scan`]s
 //! ([`Reactor::add_scan`]) get one unconnected UDP socket per address family and their deadline in the poll timeout,
-//! and their built-in `bzflag` queries run as query-only sessions here (see the `query` submodule).
+//! and their built-in `bzflag` queries run as query-only sessions here (see the `scan_io` submodule).
 //!
 //! Every input an engine gets can be written to a recording ([`crate::record`]).
 //!
@@ -18,7 +18,7 @@
 //! through the poll (its `mio::Waker`). At most [`MAX_WORLDS_IN_FLIGHT`] sessions fetch a world at once.
 //! [`Reactor::longest_turn`] tells the longest time a turn spent working.
 //!
-//! `unsafe` is denied here except in `query::batch` (the `recvmmsg`/`sendmmsg` calls), see `docs/unsafe.md`.
+//! `unsafe` is denied here except in `scan_io::batch` (the `recvmmsg`/`sendmmsg` calls), see `docs/unsafe.md`.
 #![deny(unsafe_code)]
 
 use std::cmp::Reverse;
@@ -41,11 +41,11 @@ use crate::record::{Kind, Meta, Recorder};
 
 #[forbid(unsafe_code)]
 mod http;
-mod query;
+mod scan_io;
 #[forbid(unsafe_code)]
 mod worker;
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
-pub use query::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
+pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
 pub use worker::{JobId, JobPanicked, JobResult};
 
 /// Time allowed for a TCP connect.
@@ -129,7 +129,7 @@ struct Conn {
     /// When the TCP connection was established.
     connected_at: Option<Instant>,
     /// The scan query this session answers (built-in TCP queries), whose events go to the scan.
-    owner: Option<query::Owner>,
+    owner: Option<scan_io::Owner>,
 }
 
 /// The event loop. See the module documentation.
@@ -146,7 +146,7 @@ pub struct Reactor {
     /// Sources that still had data when their read budget ran out; they are read again next turn without waiting
     /// (mio is edge-triggered, so no new event would come for data already there).
     backlog: Vec<Token>,
-    scans: Slab<query::ScanConn>,
+    scans: Slab<scan_io::ScanConn>,
     scan_out: VecDeque<(ScanId, Instant, crate::query::ScanEvent)>,
     /// Cache reads and writes and the jobs of [`Reactor::submit`], off the loop.
     worker: worker::Worker,

@@ -1,4 +1,4 @@
-//! The reactor's query driver: [`Scan`]s on the same `Poll` as the BZFlag sessions.
+//! The scans' I/O on the reactor: [`Scan`]s on the same `Poll` as the BZFlag sessions.
 //!
 //! Each scan gets one unconnected UDP socket per address family (opened on its first datagram to that family),
 //! shared by all of its queries; replies are read in batches (one `recvmmsg` for up to 32 datagrams on Linux, see
