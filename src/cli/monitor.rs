@@ -28,7 +28,7 @@ use bzhead::monitor::metrics::Own;
 use bzhead::monitor::store::{self, Retention, Writer, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
 use bzhead::query::filter::{EntryFilter, MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
-use bzhead::query::loader::{search_dirs, PluginSet, ProtocolKind};
+use bzhead::query::loader::{plugin_dirs, PluginSet, ProtocolKind};
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
 use bzhead::reactor::{HttpConnId, HttpEvent, HttpListenerId, Reactor, ScanId, SessionId, SessionOptions};
@@ -267,7 +267,7 @@ impl Settings {
             return Err(usage(format!("--interval {interval}: expected a positive number of seconds")));
         }
         let interval = Duration::from_secs_f64(interval.clamp(0.05, 86_400.0));
-        let set = PluginSet::load_dirs(&search_dirs(&a.dirs.plugin_dir));
+        let set = PluginSet::load_standard(&plugin_dirs(&a.dirs.plugin_dir));
         let started = Instant::now();
         let sources = sources(&set, &cfg, started).map_err(usage)?;
         if sources.targets.is_empty() && sources.http_masters.is_empty() {

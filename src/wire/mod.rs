@@ -9,7 +9,6 @@
 //! never make us allocate more than the input itself.
 //!
 //! Writing goes through [`Writer`], a thin layer over `byteorder::WriteBytesExt` on a `Vec<u8>` (which cannot fail).
-#![forbid(unsafe_code)]
 
 mod reader;
 mod writer;

@@ -78,7 +78,7 @@ fn cargo_install_gives_a_bzhead_that_queries_every_bundled_protocol_with_no_plug
     let home = TempDir::new("install-home");
     let bin = cargo_install(root.path());
     let files: Vec<_> = std::fs::read_dir(root.join("bin")).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
-    assert_eq!(files, [bin.clone()], "cargo install puts only the binary in bin/");
+    assert_eq!(files, std::slice::from_ref(&bin), "cargo install puts only the binary in bin/");
 
     // Every bundled protocol is there, built in, through the loader's checks, with nothing refused.
     let v = plugins_json(&run_as_user(&bin, home.path(), &["plugins", "--json"]));
@@ -120,6 +120,31 @@ fn cargo_install_gives_a_bzhead_that_queries_every_bundled_protocol_with_no_plug
     let r = query(&bin, home.path(), "quake3", oa.addr());
     assert_eq!((r["ok"].clone(), r["name"].clone()), (Value::Bool(true), "bzhead installed OA".into()), "{r}");
     assert_eq!(r["bots"], 2, "{r}");
+
+    // The monitor finds the built-in protocols too: one round over the real servers, kept in its database.
+    let db = home.join("monitor.db");
+    let (oa_addr, ddnet_addr) = (format!("quake3={}", oa.addr()), format!("teeworlds={}", ddnet.addr()));
+    let args = ["monitor", "--db", db.to_str().unwrap(), "--server", &oa_addr, "--server", &ddnet_addr];
+    let out = run_as_user(&bin, home.path(), &[&args[..], &["--rounds", "1", "--interval", "1"]].concat());
+    assert!(out.success(), "the installed monitor ran a round:\n{}", out.describe());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut names: Vec<(String, String)> = conn
+        .prepare("SELECT protocol, name FROM servers WHERE up = 1 ORDER BY protocol")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ("quake3".to_owned(), "bzhead installed OA".to_owned()),
+            ("teeworlds".into(), "bzhead installed DDNet".into())
+        ],
+        "the installed monitor's database:\n{}",
+        out.describe()
+    );
 
     // A plugin file in the user's data directory overrides the built-in, and `plugins` says so.
     build_plugins();

@@ -631,7 +631,7 @@ fn a_recording_with_netstats_replays_to_the_same_events() {
     assert_eq!(live_kinds, replay_kinds);
     assert!(live.count("link") >= 4, "{}", live.out.tail(20));
     // The server answered (our own line at least), and no answer showed as chat.
-    let link = live.lines().into_iter().filter(|v| v["type"] == "link").last().unwrap_or(Value::Null);
+    let link = live.lines().into_iter().rfind(|v| v["type"] == "link").unwrap_or(Value::Null);
     assert!(link["lag_ms"].is_number(), "{link}");
     assert!(!live_kinds.iter().any(|k| k.starts_with("\"chat\"") && k.contains(" : ")), "{live_kinds:?}");
 }

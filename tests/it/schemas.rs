@@ -59,7 +59,8 @@ impl Schema {
             .map(|e| format!("at {} (schema {}): {e}", e.instance_path(), e.schema_path()))
             .collect();
         let text = v.to_string();
-        let head = text.get(..text.floor_char_boundary(400)).unwrap_or(&text);
+        let cut = (0..=text.len().min(400)).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let head = &text[..cut];
         assert!(
             errors.is_empty(),
             "{head} does not validate against {}.schema.json:\n{}",
