@@ -272,146 +272,9 @@ impl WebView {
         key(out, "time_left");
         json(out, &game.seconds_left(now).map(round2));
 
-        // Players.
-        let mut ids: Vec<u8> = game.players.keys().copied().collect();
-        ids.sort_unstable();
-        key(out, "players");
-        out.push(b'[');
-        let mut first = true;
-        for id in &ids {
-            let Some(p) = game.players.get(id) else { continue };
-            let flag = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv());
-            let nr = s
-                .remotes
-                .get(&p.id)
-                .is_some_and(|r| r.at(now, phys.gravity, 0.0, phys.not_responding_time).not_responding);
-            let sig = PlayerSig {
-                update: p.last_update.map(|u| u.1),
-                alive: p.alive,
-                paused: p.paused,
-                nr,
-                team: p.team,
-                flag,
-                score: (p.wins, p.losses, p.team_kills),
-                callsign: callsign_sig(p),
-            };
-            let known = s.sent_players.get(&p.id);
-            if !full && known.is_some_and(|k| k.as_ref() == Some(&sig)) {
-                continue;
-            }
-            if full {
-                // This viewer has it; the others may not: send it to everyone next time.
-                s.sent_players.entry(p.id).or_insert(None);
-            } else {
-                s.sent_players.insert(p.id, Some(sig));
-            }
-            let (pos, vel, az, av) = pose_of(game, &phys, p, &s.remotes, now);
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            json(
-                out,
-                &PlayerOut {
-                    id: p.id,
-                    callsign: &p.callsign,
-                    team: p.team.name(),
-                    kind: p.player_type.name(),
-                    alive: p.alive,
-                    paused: p.paused,
-                    nr,
-                    pos,
-                    vel,
-                    az,
-                    av,
-                    flag,
-                    wins: p.wins,
-                    losses: p.losses,
-                    tks: p.team_kills,
-                },
-            );
-        }
-        out.push(b']');
-        if !full {
-            let gone: Vec<u8> = s.sent_players.keys().filter(|id| !game.players.contains_key(id)).copied().collect();
-            if !gone.is_empty() {
-                s.sent_players.retain(|id, _| game.players.contains_key(id));
-                key(out, "gone");
-                json(out, &gone);
-            }
-        }
-
-        // Flags.
-        key(out, "flags");
-        out.push(b'[');
-        let mut first = true;
-        let flags = flags_sorted(game);
-        for f in &flags {
-            let fo = flag_out(f, &phys, now);
-            let known = s.sent_flags.get(&f.index);
-            if !full && known.is_some_and(|k| k.as_ref() == Some(&fo)) {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            json(out, &fo);
-            if full {
-                s.sent_flags.entry(f.index).or_insert(None);
-            } else {
-                s.sent_flags.insert(f.index, Some(fo));
-            }
-        }
-        out.push(b']');
-        if !full && s.sent_flags.len() > flags.len() {
-            let gone: Vec<u16> =
-                s.sent_flags.keys().filter(|i| flags.binary_search_by_key(i, |f| &f.index).is_err()).copied().collect();
-            s.sent_flags.retain(|i, _| !gone.contains(i));
-            if !gone.is_empty() {
-                key(out, "flags_gone");
-                json(out, &gone);
-            }
-        }
-
-        // Shots: new ones with their whole path, guided missiles every time, and those that ended early.
-        key(out, "shots");
-        out.extend_from_slice(br#"{"new":["#);
-        let mut first = true;
-        for x in s.tracker.iter() {
-            let k = (x.shooter, x.shot_id);
-            let gm = x.kind == ShotKind::GuidedMissile;
-            if !full && !gm && s.sent_shots.get(&k) == Some(&true) {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            json(out, &ShotOut { shot: x, now, phys: &phys });
-            if full {
-                s.sent_shots.entry(k).or_insert(false);
-            } else {
-                s.sent_shots.insert(k, true);
-            }
-        }
-        out.extend_from_slice(br#"],"gone":["#);
-        if !full {
-            let mut first = true;
-            let tracker = &s.tracker;
-            s.sent_shots.retain(|&(a, b), _| {
-                if tracker.get(a, b).is_some() {
-                    return true;
-                }
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                json(out, &ShotKey(a, b));
-                false
-            });
-        }
-        out.extend_from_slice(b"]}");
+        let ids = write_players(s, game, &phys, now, full, out);
+        write_flags(s, game, &phys, now, full, out);
+        write_shots(s, &phys, now, full, out);
 
         // Teams when they changed; network figures once a second.
         let teams = teams_of(game);
@@ -434,6 +297,162 @@ impl WebView {
         }
         out.extend_from_slice(b"}\n\n");
     }
+}
+
+/// The `players` of a state: every player for a `full` one, else those whose [`PlayerSig`] changed (the page
+/// extrapolates the others), then the ids of those `gone`. Returns the ids of the players in the game, sorted.
+fn write_players(
+    s: &mut ServerView,
+    game: &Game,
+    phys: &Physics,
+    now: Instant,
+    full: bool,
+    out: &mut Vec<u8>,
+) -> Vec<u8> {
+    let mut ids: Vec<u8> = game.players.keys().copied().collect();
+    ids.sort_unstable();
+    key(out, "players");
+    out.push(b'[');
+    let mut first = true;
+    for id in &ids {
+        let Some(p) = game.players.get(id) else { continue };
+        let flag = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv());
+        let nr =
+            s.remotes.get(&p.id).is_some_and(|r| r.at(now, phys.gravity, 0.0, phys.not_responding_time).not_responding);
+        let sig = PlayerSig {
+            update: p.last_update.map(|u| u.1),
+            alive: p.alive,
+            paused: p.paused,
+            nr,
+            team: p.team,
+            flag,
+            score: (p.wins, p.losses, p.team_kills),
+            callsign: callsign_sig(p),
+        };
+        let known = s.sent_players.get(&p.id);
+        if !full && known.is_some_and(|k| k.as_ref() == Some(&sig)) {
+            continue;
+        }
+        if full {
+            // This viewer has it; the others may not: send it to everyone next time.
+            s.sent_players.entry(p.id).or_insert(None);
+        } else {
+            s.sent_players.insert(p.id, Some(sig));
+        }
+        let (pos, vel, az, av) = pose_of(game, phys, p, &s.remotes, now);
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        json(
+            out,
+            &PlayerOut {
+                id: p.id,
+                callsign: &p.callsign,
+                team: p.team.name(),
+                kind: p.player_type.name(),
+                alive: p.alive,
+                paused: p.paused,
+                nr,
+                pos,
+                vel,
+                az,
+                av,
+                flag,
+                wins: p.wins,
+                losses: p.losses,
+                tks: p.team_kills,
+            },
+        );
+    }
+    out.push(b']');
+    if !full {
+        let gone: Vec<u8> = s.sent_players.keys().filter(|id| !game.players.contains_key(id)).copied().collect();
+        if !gone.is_empty() {
+            s.sent_players.retain(|id, _| game.players.contains_key(id));
+            key(out, "gone");
+            json(out, &gone);
+        }
+    }
+    ids
+}
+
+/// The `flags` of a state: every flag for a `full` one, else those that changed (flying ones every time), then
+/// the indexes of those gone (`flags_gone`).
+fn write_flags(s: &mut ServerView, game: &Game, phys: &Physics, now: Instant, full: bool, out: &mut Vec<u8>) {
+    key(out, "flags");
+    out.push(b'[');
+    let mut first = true;
+    let flags = flags_sorted(game);
+    for f in &flags {
+        let fo = flag_out(f, phys, now);
+        let known = s.sent_flags.get(&f.index);
+        if !full && known.is_some_and(|k| k.as_ref() == Some(&fo)) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        json(out, &fo);
+        if full {
+            s.sent_flags.entry(f.index).or_insert(None);
+        } else {
+            s.sent_flags.insert(f.index, Some(fo));
+        }
+    }
+    out.push(b']');
+    if !full && s.sent_flags.len() > flags.len() {
+        let gone: Vec<u16> =
+            s.sent_flags.keys().filter(|i| flags.binary_search_by_key(i, |f| &f.index).is_err()).copied().collect();
+        s.sent_flags.retain(|i, _| !gone.contains(i));
+        if !gone.is_empty() {
+            key(out, "flags_gone");
+            json(out, &gone);
+        }
+    }
+}
+
+/// The `shots` of a state: new ones with their whole path, guided missiles every time (they turn), and those that
+/// ended early (`gone`).
+fn write_shots(s: &mut ServerView, phys: &Physics, now: Instant, full: bool, out: &mut Vec<u8>) {
+    key(out, "shots");
+    out.extend_from_slice(br#"{"new":["#);
+    let mut first = true;
+    for x in s.tracker.iter() {
+        let k = (x.shooter, x.shot_id);
+        let gm = x.kind == ShotKind::GuidedMissile;
+        if !full && !gm && s.sent_shots.get(&k) == Some(&true) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        json(out, &ShotOut { shot: x, now, phys });
+        if full {
+            s.sent_shots.entry(k).or_insert(false);
+        } else {
+            s.sent_shots.insert(k, true);
+        }
+    }
+    out.extend_from_slice(br#"],"gone":["#);
+    if !full {
+        let mut first = true;
+        let tracker = &s.tracker;
+        s.sent_shots.retain(|&(a, b), _| {
+            if tracker.get(a, b).is_some() {
+                return true;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            json(out, &ShotKey(a, b));
+            false
+        });
+    }
+    out.extend_from_slice(b"]}");
 }
 
 /// Forget what the viewers were sent (a new world, or nobody watching): the next state sends everything again.
