@@ -407,10 +407,26 @@ fn a_defender_brings_its_flag_home_from_where_an_enemy_dropped_it() {
             events.push(e);
         }
     }
+    // Home, the flag is left alone: the defender does not pick it up again once it has landed (it flies for
+    // a few seconds).
+    let mut regrabbed = 0;
+    let after = Instant::now();
+    while home.is_some() && after.elapsed() < Duration::from_secs(10) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Bot { bot, event: BotEvent::Grabbed { flag }, .. } = &e {
+                if *bot == defender && flag.starts_with('R') {
+                    regrabbed += 1;
+                }
+            }
+            events.push(e);
+        }
+    }
     host.leave_all();
     let _ = host.run_until(Instant::now() + Duration::from_secs(5));
     assert!(grabbed, "the defender never grabbed its flag: {:?}\n{}", host.status(defender), bzfs.log());
     let home = home.unwrap_or_else(|| panic!("the defender did not drop its flag in 150 s\n{}", bzfs.log()));
+    assert_eq!(regrabbed, 0, "the defender picked its flag up again at home");
     // On the red base (15 x 15 around (-120, 0)).
     assert!(
         (home[0] + 120.0).abs() <= 15.5 && home[1].abs() <= 15.5,
