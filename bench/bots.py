@@ -340,7 +340,7 @@ def versus_ctf_run(a, name):
                     r["captured_deaths"] += 1
                     continue
                 k, vi = side(v["killer_callsign"]), side(v["victim_callsign"])
-                key = "self" if v["killer"] == v["victim"] else f"{k}>{vi}"
+                key = f"self-{k}" if v["killer"] == v["victim"] else f"{k}>{vi}"
                 r["kills"][key] = r["kills"].get(key, 0) + 1
         return r
     finally:
@@ -362,7 +362,7 @@ def versus_ctf(a):
     print(f"versus, capture the flag: 3 bzhead bots (capper, defender, hunter; red) against 3 official robots "
           f"(bzflag -solo 3; green), bzfs -c -j -ms 3, {a.seconds:.0f} s x {a.runs} per map", flush=True)
     print("| map | run | captures bzhead – robots | kills bzhead – robots | kill ratio | team kills bzhead / robots "
-          "| self-kills | bzhead shots |")
+          "| self-kills bzhead / robots | bzhead shots |")
     print("|---|---|---|---|---|---|---|---|", flush=True)
     total = {"kills": {}, "captures": {"official": 0, "bzhead": 0}, "shots": 0}
     def row(label, run, r):
@@ -370,7 +370,8 @@ def versus_ctf(a):
         b2o, o2b = k.get("bzhead>official", 0), k.get("official>bzhead", 0)
         ratio = f"{b2o / o2b:.2f}" if o2b else "∞" if b2o else "-"
         return (f"| {label} | {run} | {c['bzhead']} – {c['official']} | {b2o} – {o2b} | {ratio} | "
-                f"{k.get('bzhead>bzhead', 0)} / {k.get('official>official', 0)} | {k.get('self', 0)} | "
+                f"{k.get('bzhead>bzhead', 0)} / {k.get('official>official', 0)} | "
+                f"{k.get('self-bzhead', 0)} / {k.get('self-official', 0)} | "
                 f"{r['shots']} |")
     for name in names:
         for i in range(a.runs):
