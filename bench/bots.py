@@ -7,7 +7,7 @@ Usage:
   bench/bots.py capture [--runs 5]
   bench/bots.py versus [--mode ctf|ffa] [--maps generated,ctf-raised,...] [--seconds 300] [--runs 1] [--keep DIR]
   bench/bots.py maps [--runs 3]
-  bench/bots.py teams [--seconds 300] [--runs 1]
+  bench/bots.py teams [--seconds 300] [--runs 1] [--keep DIR]
 
 cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N bots), then one
          `bzhead bot hunter --count N` process. Once every bot has joined (its "joined" line), the process's
@@ -232,6 +232,10 @@ def teams(a):
             finally:
                 bzfs.terminate(); bzfs.wait()
             import json
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                with open(os.path.join(a.keep, f"teams-{name}-{int(time.time())}.jsonl"), "w") as f:
+                    f.write(r.stdout)
             captures = kills = team_kills = 0
             teams_of = {}
             for line in r.stdout.splitlines():
@@ -522,7 +526,7 @@ def main():
     ap.add_argument("--mode", choices=["ctf", "ffa"], default="ctf", help="versus: capture the flag or FFA")
     ap.add_argument("--maps", help="versus --mode ctf: comma-separated maps (default: all of `maps`)")
     ap.add_argument("--official-fps", type=int, default=60, help="versus: the official client's frame rate cap")
-    ap.add_argument("--keep", help="versus: keep each run's JSON lines in this directory")
+    ap.add_argument("--keep", help="versus, teams: keep each run's JSON lines in this directory")
     a = ap.parse_args()
     if a.runs is None:
         a.runs = 1 if a.what == "versus" and a.mode == "ctf" else 3
