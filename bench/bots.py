@@ -5,9 +5,9 @@ Usage:
   bench/bots.py cpu [--bots 1,10,100] [--seconds 60] [--bzhead target/release/bzhead]
   bench/bots.py hunters [--seconds 180] [--runs 3]
   bench/bots.py capture [--runs 5]
-  bench/bots.py versus [--seconds 300] [--runs 3] [--keep DIR]
+  bench/bots.py versus [--mode ctf|ffa] [--maps generated,ctf-raised,...] [--seconds 300] [--runs 1] [--keep DIR]
   bench/bots.py maps [--runs 3]
-  bench/bots.py teams [--seconds 300] [--runs 1]
+  bench/bots.py teams [--seconds 300] [--runs 1] [--keep DIR]
 
 cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N bots), then one
          `bzhead bot hunter --count N` process. Once every bot has joined (its "joined" line), the process's
@@ -16,8 +16,14 @@ cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N
          update to every player, N^2). The tick-time percentiles come from `--stats`.
 hunters  Two hunters on the generated FFA world (800 x 800, boxes and pyramids): kills per minute, from the
          bots' summary lines.
-versus   Two bzhead hunters against two robots of the official client (`bzflag -solo 2`, joined as an observer,
-         under `xvfb-run`), all rogues on the generated FFA world (-j, 3 shots). Kills each way (from the
+versus   Capture the flag (the default, `--mode ctf`): three bzhead bots (a capper, a defender and a hunter, red)
+         against three robots of the official client (`bzflag -solo 3`, joined as an observer, under `xvfb-run -a`;
+         the robots ask for an automatic team and bzfs puts them on green, the only team with room) on each map of
+         `--maps` (all five of `maps` by default) for SECONDS from the moment the last robot joined: captures each
+         way, kills each way (deaths of a captured team are not kills), team kills and self-kills; one Markdown
+         table row per map and run and a total. Needs Debian's `bzflag-client`, `xvfb` and `xauth`.
+         `--mode ffa`: two bzhead hunters against two robots of the official client (`bzflag -solo 2`, joined as
+         an observer, under `xvfb-run`), all rogues on the generated FFA world (-j, 3 shots). Kills each way (from the
          observer's `kill` lines), kills per minute per side, bzhead's shots and hits per shot, deaths by cause,
          the median range and flight time of killing shots each way; one Markdown table row per run and a total.
          `--keep DIR` keeps each run's JSON lines (`--show shot_begin,update`) there.
@@ -226,6 +232,10 @@ def teams(a):
             finally:
                 bzfs.terminate(); bzfs.wait()
             import json
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                with open(os.path.join(a.keep, f"teams-{name}-{int(time.time())}.jsonl"), "w") as f:
+                    f.write(r.stdout)
             captures = kills = team_kills = 0
             teams_of = {}
             for line in r.stdout.splitlines():
@@ -244,6 +254,139 @@ def teams(a):
                         team_kills += 1
             print(f"| {name} | {a.seconds:.0f} | {captures} | {captures * 600 / a.seconds:.1f} | {kills} | {team_kills} |",
                   flush=True)
+
+def official_client(a, home, server, robots):
+    """The official client as an observer running `robots` robots (callsigns official00, official01, ...), under
+    xvfb-run in its own process group (so that xvfb-run, Xvfb and bzflag are ended together). Its frame rate is
+    capped (its robots think once a frame; 60 is a human's client) so that its drawing does not starve the
+    machine."""
+    for d in (".bzf", ".bzf/2.4"):
+        os.makedirs(os.path.join(home, d), exist_ok=True)
+        with open(os.path.join(home, d, "config.cfg"), "w") as f:
+            f.write(f"set saveEnergy 1\nset fpsLimit {a.official_fps}\n")
+    return subprocess.Popen(["xvfb-run", "-a", "-s", "-screen 0 800x600x24", "/usr/games/bzflag",
+                             "-window", "320x240", "-solo", str(robots), "-team", "observer",
+                             f"official@{server}"],
+                            env=dict(os.environ, HOME=home), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+def team_sizes(a, server):
+    """bzfs's team sizes (rogue, red, green, blue, purple, observer), or None."""
+    import json
+    q = subprocess.run([a.bzhead, "query", "bzflag", server, "--json"], capture_output=True, text=True)
+    try:
+        return json.loads(q.stdout)["raw"]["game"]["team_sizes"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+def wait_sizes(a, server, pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        sizes = team_sizes(a, server)
+        if sizes and pred(sizes):
+            return
+        time.sleep(0.5)
+    raise SystemExit(what)
+
+def stop_group(proc):
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=5); break
+        except subprocess.TimeoutExpired:
+            pass
+
+def versus_ctf_run(a, name):
+    """One CTF game of 3 bzhead bots (red) against 3 official robots (green) on map `name`; returns counts."""
+    import json, shutil, signal, tempfile
+    home = tempfile.mkdtemp(prefix="bzhead-versus-")
+    bzfs, server = start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,3,3,0,0,4"] + map_args(name))
+    official = bot = None
+    out = os.path.join(a.keep or home, f"versus-{name}-{int(time.time())}.jsonl")
+    try:
+        with open(out, "w") as f:
+            bot = subprocess.Popen([a.bzhead, "bot", "capper,defender,hunter", "--count", "3", "--team", "red",
+                                    "--callsign", "bzhead", "--json", "--for", str(a.seconds + 120), server],
+                                   stdout=f, stderr=subprocess.PIPE, text=True)
+            wait_sizes(a, server, lambda s: s[1] >= 3, 60, "the bzhead bots did not join")
+            official = official_client(a, home, server, 3)
+            wait_sizes(a, server, lambda s: s[2] >= 3, 90, "the official robots did not join")
+            f.flush()
+            start = os.path.getsize(out)
+            time.sleep(a.seconds)
+            end = os.path.getsize(out)
+            stop_group(official)
+            official = None
+            bot.send_signal(signal.SIGINT)
+            _, err = bot.communicate(timeout=30)
+        side = lambda n: "official" if n.startswith("official") else "bzhead" if n.startswith("bzhead") else "?"
+        r = {"kills": {}, "captures": {"official": 0, "bzhead": 0}, "captured_deaths": 0}
+        r["shots"] = sum(int(k) for k in re.findall(r"(\d+) shots", err))
+        with open(out, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start).decode(errors="replace")
+        for line in data.splitlines():
+            try:
+                v = json.loads(line)
+            except ValueError:
+                continue
+            ty = v.get("type")
+            if ty == "capture":
+                s = side(v.get("callsign", ""))
+                if s in r["captures"]:
+                    r["captures"][s] += 1
+            elif ty == "kill":
+                if v.get("reason") == "captured":
+                    r["captured_deaths"] += 1
+                    continue
+                k, vi = side(v["killer_callsign"]), side(v["victim_callsign"])
+                key = f"self-{k}" if v["killer"] == v["victim"] else f"{k}>{vi}"
+                r["kills"][key] = r["kills"].get(key, 0) + 1
+        return r
+    finally:
+        if official:
+            stop_group(official)
+        if bot and bot.poll() is None:
+            bot.send_signal(signal.SIGINT)
+            try:
+                bot.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                bot.kill(); bot.wait()
+        bzfs.terminate(); bzfs.wait()
+        shutil.rmtree(home, ignore_errors=True)
+
+def versus_ctf(a):
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+    names = a.maps.split(",") if a.maps else MAPS
+    print(f"versus, capture the flag: 3 bzhead bots (capper, defender, hunter; red) against 3 official robots "
+          f"(bzflag -solo 3; green), bzfs -c -j -ms 3, {a.seconds:.0f} s x {a.runs} per map", flush=True)
+    print("| map | run | captures bzhead – robots | kills bzhead – robots | kill ratio | team kills bzhead / robots "
+          "| self-kills bzhead / robots | bzhead shots |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    total = {"kills": {}, "captures": {"official": 0, "bzhead": 0}, "shots": 0}
+    def row(label, run, r):
+        k, c = r["kills"], r["captures"]
+        b2o, o2b = k.get("bzhead>official", 0), k.get("official>bzhead", 0)
+        ratio = f"{b2o / o2b:.2f}" if o2b else "∞" if b2o else "-"
+        return (f"| {label} | {run} | {c['bzhead']} – {c['official']} | {b2o} – {o2b} | {ratio} | "
+                f"{k.get('bzhead>bzhead', 0)} / {k.get('official>official', 0)} | "
+                f"{k.get('self-bzhead', 0)} / {k.get('self-official', 0)} | "
+                f"{r['shots']} |")
+    for name in names:
+        for i in range(a.runs):
+            r = versus_ctf_run(a, name)
+            print(row(name, i + 1, r), flush=True)
+            for k, n in r["kills"].items():
+                total["kills"][k] = total["kills"].get(k, 0) + n
+            for s in ("official", "bzhead"):
+                total["captures"][s] += r["captures"][s]
+            total["shots"] += r["shots"]
+    print(row("**all**", "", total), flush=True)
 
 def versus_run(a, keep):
     """One versus game; returns a dict of counts."""
@@ -335,6 +478,8 @@ def versus_run(a, keep):
         shutil.rmtree(home, ignore_errors=True)
 
 def versus(a):
+    if a.mode == "ctf":
+        return versus_ctf(a)
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
     med = lambda xs: f"{statistics.median(xs):.0f}" if xs else "-"
@@ -377,10 +522,14 @@ def main():
     ap.add_argument("--bzhead", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release/bzhead"))
     ap.add_argument("--bots", default="1,10,100")
     ap.add_argument("--seconds", type=float, help="60 by default (versus: 300)")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, help="3 by default (versus --mode ctf: 1 per map)")
+    ap.add_argument("--mode", choices=["ctf", "ffa"], default="ctf", help="versus: capture the flag or FFA")
+    ap.add_argument("--maps", help="versus --mode ctf: comma-separated maps (default: all of `maps`)")
     ap.add_argument("--official-fps", type=int, default=60, help="versus: the official client's frame rate cap")
-    ap.add_argument("--keep", help="versus: keep each run's JSON lines in this directory")
+    ap.add_argument("--keep", help="versus, teams: keep each run's JSON lines in this directory")
     a = ap.parse_args()
+    if a.runs is None:
+        a.runs = 1 if a.what == "versus" and a.mode == "ctf" else 3
     if a.seconds is None:
         a.seconds = 300.0 if a.what in ("versus", "teams") else 60.0
     {"cpu": cpu, "hunters": hunters, "capture": capture, "versus": versus, "maps": maps, "teams": teams}[a.what](a)

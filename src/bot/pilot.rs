@@ -341,7 +341,7 @@ impl Pilot {
         let centre = victim.pos + Vec3::new(0.0, 0.0, 0.5 * phys.tank_height);
         let candidates = sh.shots.iter().filter(|s| !s.ended).filter_map(|s| {
             let c = HitCandidate::over(s, prev, sh.now, sh.paused.contains(s.shooter));
-            near(s, c.t_prev, c.t_now, centre, reach).then_some(c)
+            (near(s, c.t_prev, c.t_now, centre, reach) && !own_first_leg(s, me, c.t_now)).then_some(c)
         });
         let Some(hit) = check_hits(&victim, candidates, dt, phys) else { return };
         let mut msgs = hit_messages(&hit, me, self.tank.flag, self.tank.pos);
@@ -400,6 +400,16 @@ impl Pilot {
 
 /// Whether a shot can come within `reach` of `p` between shot ages `t0` and `t1` (a cheap test before the
 /// exact one; beams, shock waves and missiles always pass it).
+/// Whether `s` is one of our own shots still on its first leg at `age` (it has not yet ricocheted nor gone through a
+/// teleporter): it leaves the muzzle ahead of our tank and flies away faster than any tank drives, so it cannot hit
+/// us, and is not tested. The shared picture starts every shot when the observer link received its
+/// `MsgShotBegin`, for our own shots a round trip after we fired: on a busy machine that delay put the start of a
+/// shot fired at full speed ahead inside our own tank (the muzzle is only 0.1 units outside its hit sphere plus
+/// the height difference), and the bot blew itself up with its own shot. Guided missiles turn, and are tested.
+fn own_first_leg(s: &LiveShot, me: u8, age: f32) -> bool {
+    s.shooter == me && s.kind != ShotKind::GuidedMissile && s.segments.first().is_some_and(|g| age < g.t1)
+}
+
 fn near(s: &LiveShot, t0: f32, t1: f32, p: Vec3, reach: f32) -> bool {
     if s.kind.is_beam() || matches!(s.kind, ShotKind::ShockWave | ShotKind::GuidedMissile) {
         return true;
@@ -426,6 +436,35 @@ fn distance_to_segment(p: Vec3, a: Vec3, b: Vec3) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn our_own_shot_is_not_tested_against_us_until_it_ricochets() {
+        let phys = Physics::default();
+        let info = crate::bzflag::msg::FiringInfo {
+            time_sent: 0.0,
+            shooter: 3,
+            shot_id: 0x0100,
+            pos: [4.42, 0.0, 1.57],
+            vel: [125.0, 0.0, 0.0],
+            dt: 0.0,
+            team: crate::bzflag::consts::Team::Red,
+            flag: flag::NONE,
+            lifetime: 3.5,
+        };
+        let shot = LiveShot::new(&info, Instant::now(), &phys, None);
+        assert!(own_first_leg(&shot, 3, 0.0));
+        assert!(own_first_leg(&shot, 3, 1.0));
+        assert!(!own_first_leg(&shot, 4, 0.0), "another's shot is tested");
+        // A shot with a second leg (a ricochet) is tested from there on.
+        let mut bounced = shot.clone();
+        let first = bounced.segments[0];
+        let mut second = first;
+        second.t0 = 0.5;
+        second.velocity = -first.velocity;
+        bounced.segments = vec![crate::bzflag::world::ShotSegment { t1: 0.5, ..first }, second];
+        assert!(own_first_leg(&bounced, 3, 0.4));
+        assert!(!own_first_leg(&bounced, 3, 0.6));
+    }
 
     #[test]
     fn the_near_test_keeps_shots_that_pass_close() {

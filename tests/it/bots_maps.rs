@@ -301,3 +301,136 @@ fn two_cappers_of_one_team_capture_together_and_one_carries() {
         assert!(!log.contains(bad), "bzfs logged {bad:?}:\n{log}");
     }
 }
+
+/// Green: fetches the red flag, carries it to `drop_at` and drops it there; then it sits still and grabs nothing.
+struct Thief {
+    driver: bzhead::bot::brains::common::Driver,
+    drop_at: glam::Vec3,
+    dropping: bool,
+    done: bool,
+}
+
+impl bzhead::bot::Bot for Thief {
+    fn tick(&mut self, view: &bzhead::bot::View<'_>, control: &mut bzhead::bot::Control) {
+        let carrying = bzhead::bzflag::session::team_of_flag(view.me.tank.flag) == Some(Team::Red);
+        if self.dropping && !carrying {
+            self.done = true;
+        }
+        if self.done || !view.me.alive() {
+            control.stop();
+            control.grab = !self.done;
+            return;
+        }
+        if carrying {
+            if self.dropping || view.me.pos().truncate().distance(self.drop_at.truncate()) < 6.0 {
+                control.stop();
+                control.drop_flag = true;
+                self.dropping = true;
+            } else {
+                self.driver.drive_to3(view, self.drop_at, control);
+            }
+        } else if let Some(f) = view.team_flag(Team::Red) {
+            self.driver.drive_to3(view, f.pos, control);
+        }
+    }
+}
+
+#[test]
+fn a_defender_brings_its_flag_home_from_where_an_enemy_dropped_it() {
+    let bzfs = Bzfs::builder()
+        .ctf()
+        .max_shots(2)
+        .max_players("0,3,3,0,0,3")
+        .world(world_file("ctf-small.bzw"))
+        .ready_timeout(Duration::from_secs(30))
+        .start();
+    let mut host = BotHost::new(HostConfig::default()).expect("host");
+    // A red sitter keeps the red team (and so its flag) in the game; a green thief carries the red flag into the
+    // field, 75 units from the red base (-120, 0), and drops it there.
+    host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "sitter".into(), team: Team::Red, ..BotConfig::default() },
+        Box::new(Sitter),
+    );
+    let drop_at = glam::Vec3::new(-70.0, -60.0, 0.0);
+    let thief = Thief { driver: Default::default(), drop_at, dropping: false, done: false };
+    host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "thief".into(), team: Team::Green, ..BotConfig::default() },
+        Box::new(thief),
+    );
+    let mut events = Vec::new();
+    let mut dropped = None;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(150) && dropped.is_none() {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            match &e {
+                HostEvent::Bot { event: BotEvent::Stopped { reason }, .. } => panic!("a bot stopped: {reason}"),
+                HostEvent::Game { event: Event::Drop { callsign, flag, .. }, .. }
+                    if callsign == "thief" && flag.abbv.to_string() == "R*" =>
+                {
+                    dropped = Some(flag.pos);
+                }
+                _ => {}
+            }
+            events.push(e);
+        }
+    }
+    let dropped = dropped.unwrap_or_else(|| panic!("the thief did not drop the red flag in 150 s\n{}", bzfs.log()));
+    let field = glam::Vec2::new(dropped[0], dropped[1]);
+    assert!(field.distance(glam::Vec2::new(-120.0, 0.0)) > 40.0, "dropped at {dropped:?}, near the red base");
+    // Now the red defender joins and returns the flag: it grabs it and drops it on the red base.
+    let defender = host.add_bot(
+        bzfs.addr(),
+        BotConfig { callsign: "defender".into(), team: Team::Red, seed: 5, ..BotConfig::default() },
+        Box::new(bzhead::bot::brains::Defender::new(5)),
+    );
+    let mut grabbed = false;
+    let mut home = None;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(150) && home.is_none() {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            match &e {
+                HostEvent::Bot { event: BotEvent::Stopped { reason }, .. } => panic!("a bot stopped: {reason}"),
+                HostEvent::Bot { bot, event: BotEvent::Grabbed { flag }, .. } if *bot == defender => {
+                    grabbed |= flag.starts_with('R');
+                }
+                HostEvent::Game { event: Event::Drop { callsign, flag, .. }, .. }
+                    if callsign == "defender" && flag.abbv.to_string() == "R*" =>
+                {
+                    home = Some(flag.pos);
+                }
+                _ => {}
+            }
+            events.push(e);
+        }
+    }
+    // Home, the flag is left alone: the defender does not pick it up again once it has landed (it flies for
+    // a few seconds).
+    let mut regrabbed = 0;
+    let after = Instant::now();
+    while home.is_some() && after.elapsed() < Duration::from_secs(10) {
+        host.turn(Some(Duration::from_millis(50))).expect("turn");
+        while let Some(e) = host.poll_event() {
+            if let HostEvent::Bot { bot, event: BotEvent::Grabbed { flag }, .. } = &e {
+                if *bot == defender && flag.starts_with('R') {
+                    regrabbed += 1;
+                }
+            }
+            events.push(e);
+        }
+    }
+    host.leave_all();
+    let _ = host.run_until(Instant::now() + Duration::from_secs(5));
+    assert!(grabbed, "the defender never grabbed its flag: {:?}\n{}", host.status(defender), bzfs.log());
+    let home = home.unwrap_or_else(|| panic!("the defender did not drop its flag in 150 s\n{}", bzfs.log()));
+    assert_eq!(regrabbed, 0, "the defender picked its flag up again at home");
+    // On the red base (15 x 15 around (-120, 0)).
+    assert!(
+        (home[0] + 120.0).abs() <= 15.5 && home[1].abs() <= 15.5,
+        "the defender dropped its flag at {home:?}, not on the red base"
+    );
+    assert_fair_play(&bzfs, &events);
+}

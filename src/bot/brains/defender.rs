@@ -137,11 +137,11 @@ impl Defender {
             }
             return true;
         }
-        let lying = view.team_flag(my_team).filter(|f| {
-            f.status == FlagStatus::OnGround
-                && f.owner.is_none()
-                && !on_own_base(f.pos + glam::Vec3::new(0.0, 0.0, 0.1))
-        });
+        // A flag lies on a base at the base's top (`base_at` allows 0.1 either way: no offset here, or a flag at
+        // home on a base at ground level would count as away and be picked up and dropped again and again).
+        let lying = view
+            .team_flag(my_team)
+            .filter(|f| f.status == FlagStatus::OnGround && f.owner.is_none() && !on_own_base(f.pos));
         match lying {
             Some(f) if !near_enemy_base && view.me.tank.flag.is_none() => {
                 control.grab_own_flag = true;
