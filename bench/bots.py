@@ -465,15 +465,7 @@ def versus_run(a, keep):
             except subprocess.TimeoutExpired:
                 bot.kill(); bot.wait()
         if official:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(official.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    official.wait(timeout=5); break
-                except subprocess.TimeoutExpired:
-                    pass
+            stop_group(official)
         bzfs.terminate(); bzfs.wait()
         shutil.rmtree(home, ignore_errors=True)
 

@@ -173,22 +173,7 @@ def main():
 
         # The monitor.
         db = os.path.join(tmp, "monitor.db")
-        cmd = [a.bzhead, "monitor", "--db", db, "--list", "quake3=" + lst, "--interval", str(a.interval),
-               "--rounds", str(a.rounds), "--print-rounds", "--rate", "20000"] + common
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        rounds, cpus, sizes = [], [], []
-        rss = 0
-        for line in p.stdout:
-            try:
-                v = json.loads(line)
-            except ValueError:
-                continue
-            cpus.append(cpu_of(p.pid))
-            rss = rss_kib(p.pid)
-            time.sleep(1.0)  # the round's batch is written by then
-            sizes.append(db_bytes(db))
-            rounds.append(v)
-        p.wait()
+        rounds, cpus, rss, sizes = monitor_rounds(a.bzhead, lst, a.interval, a.rounds, db, common)
         per_round = [cpus[0]] + [b - a_ for a_, b in zip(cpus, cpus[1:])]
         # A round's batch is written after its line: round 2's figure carries round 1's first writes (every server
         # and stint new, an event for each); the steady state is from round 3 on.
