@@ -1207,6 +1207,12 @@ impl BotHost {
         let (tanks, tracker, nav) = (&s.tanks, &s.tracker, &s.nav);
         let reactor = &self.reactor;
         let mut notes: Vec<(usize, BotEvent)> = Vec::new();
+        let own_tanks: Vec<(u8, crate::bzflag::play::Tank)> = self
+            .bots
+            .iter()
+            .filter(|(_, b)| b.server == si && b.state == BotState::Joined && b.pilot.tank.is_alive())
+            .filter_map(|(_, b)| Some((b.pilot.me?, b.pilot.tank.clone())))
+            .collect();
         for (k, b) in self.bots.iter_mut().filter(|(_, b)| b.server == si && b.state == BotState::Joined) {
             let Some(me) = b.pilot.me else { continue };
             let may_fire = b.config.player_type == PlayerType::Computer
@@ -1231,6 +1237,7 @@ impl BotHost {
                     phys,
                     game,
                     tanks,
+                    own_tanks: &own_tanks,
                     shots: tracker,
                     nav,
                 };
@@ -1243,6 +1250,9 @@ impl BotHost {
                     notes.push((k, BotEvent::Stuck { pos: pilot.tank.pos.to_array(), seconds }));
                 }
                 watch.steer(clock, control);
+                if control.fire && crate::bot::brains::common::shot_after_step_endangers(&view, control) {
+                    control.fire = false;
+                }
             }
             notes.extend(control.notes.drain(..).map(|e| (k, e)));
             let shared = Shared { now, clock, world, phys, game, shots: tracker, tanks, paused: &paused };

@@ -204,6 +204,9 @@ pub struct View<'a> {
     /// Everything the observer link knows: roster, scores, teams, flags, variables, settings.
     pub game: &'a Game,
     pub(crate) tanks: &'a [TankView],
+    /// The tanks of the other bots this host flies on the same server, as their pilots have them now (fresher
+    /// than the updates the server relays): the last check before a shot leaves keeps clear of them.
+    pub(crate) own_tanks: &'a [(u8, Tank)],
     pub(crate) shots: &'a ShotTracker,
     pub(crate) nav: &'a NavSlot,
 }
@@ -333,6 +336,15 @@ impl<'a> View<'a> {
             s.shot_id = id;
         }
         s
+    }
+
+    /// A team mate's predicted motion: from its pilot's own state when this host flies it, else as
+    /// [`View::track`].
+    pub(crate) fn mate_track(&self, t: &TankView) -> TargetTrack {
+        match self.own_tanks.iter().find(|(id, _)| *id == t.id) {
+            Some((_, tank)) if t.ours => TargetTrack::own(tank, self.phys),
+            _ => self.track(t),
+        }
     }
 
     /// Another tank's predicted motion, as aiming needs it.

@@ -645,10 +645,25 @@ pub fn endangers_team_mate(view: &View<'_>) -> bool {
     // the wider the berth.
     let drift = MATE_DRIFT * view.phys.tank_speed;
     mates.iter().take(MAX_MATES_CHECKED).any(|t| {
-        let track = view.track(t).sample(horizon, aim::SAMPLE_STEP);
+        let track = view.mate_track(t).sample(horizon, aim::SAMPLE_STEP);
         aim::closest_approach(&path, 0.0, &track)
             .is_some_and(|a| a.time <= horizon && a.miss < track.hit_radius + MATE_MARGIN + drift * a.time)
     })
+}
+
+/// The host's last check before a shot leaves, for every brain: the pilot steps the tank with this tick's
+/// controls before it fires, so the shot starts from the pose after that step, not the one the brain aimed from
+/// (a turning tank's shot leaves a few hundredths of a radian off, which a ricochet widens). True when a shot
+/// from there endangers neither a team mate ([`endangers_team_mate`]) nor ourselves ([`endangers_me`]).
+pub fn shot_after_step_endangers(view: &View<'_>, control: &Control) -> bool {
+    let mut after = view.me.tank.clone();
+    let controls = crate::bzflag::play::Controls { speed: control.speed, turn: control.turn, jump: control.jump };
+    let _ = after.step(view.dt.min(1.0), controls, view.phys, view.world);
+    if !after.is_alive() {
+        return false;
+    }
+    let view = View { me: crate::bot::view::Me { tank: &after, ..view.me }, ..*view };
+    endangers_team_mate(&view) || endangers_me(&view)
 }
 
 /// Whether the shot fired now at our heading comes back at us after a ricochet or a teleporter during its flight
@@ -717,3 +732,7 @@ pub fn road_clear(view: &View<'_>, d: f32) -> bool {
     let near = ahead(view, 0.5 * d).truncate();
     nav.is_free(near) && nav.clear_line(near, ahead(view, d).truncate())
 }
+
+#[cfg(test)]
+#[path = "common_tests.rs"]
+mod tests;
