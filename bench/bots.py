@@ -7,7 +7,7 @@ Usage:
   bench/bots.py capture [--runs 5]
   bench/bots.py versus [--mode ctf|ffa] [--maps generated,ctf-raised,...] [--seconds 300] [--runs 1] [--keep DIR]
   bench/bots.py maps [--runs 3]
-  bench/bots.py teams [--seconds 300] [--runs 1] [--keep DIR]
+  bench/bots.py teams [--seconds 300] [--runs 1] [--maps M,...] [--ricochet] [--keep DIR]
 
 cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N bots), then one
          `bzhead bot hunter --count N` process. Once every bot has joined (its "joined" line), the process's
@@ -32,9 +32,9 @@ capture  One capper (red) against one sitter (green) on the standard CTF map (`b
 maps     `capture` on each CTF map of testdata/worlds (raised bases, decks up ramps of boxes, two levels, a flag
          reached only through a teleporter) and the generated one: the median seconds from spawn to capture per map
          (a run with no capture within 290 s counts as infinite).
-teams    Three bzhead bots a side (capper, hunter, defender, red against green) on each of those maps for SECONDS:
-         captures per 10 minutes (both teams together) and team kills, from the bots' summary lines and the
-         observer's kill lines.
+teams    Three bzhead bots a side (capper, hunter, defender, red against green) on each of those maps (or `--maps`)
+         for SECONDS: captures per 10 minutes (both teams together) and team kills, from the bots' summary lines and
+         the observer's kill lines. `--ricochet`: every shot ricochets (bzfs +r), where team kills are likeliest.
 """
 import argparse, os, queue, re, socket, statistics, subprocess, threading, time
 
@@ -220,11 +220,12 @@ def maps(a):
         print(f"| {name} | {', '.join(f'{t:.1f}' for t in times)} | {statistics.median(times):.1f} |", flush=True)
 
 def teams(a):
-    print(f"| map | seconds | captures | captures per 10 min | kills | team kills |")
-    print("|---|---|---|---|---|---|")
-    for name in MAPS:
+    print(f"| map | seconds | captures | captures per 10 min | kills | team kills | self-kills |")
+    print("|---|---|---|---|---|---|---|")
+    for name in (a.maps.split(",") if a.maps else MAPS):
         for _ in range(a.runs):
-            bzfs, server = start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,4,4,0,0,2"] + map_args(name))
+            rico = ["+r"] if a.ricochet else []
+            bzfs, server = start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,4,4,0,0,2"] + rico + map_args(name))
             try:
                 r = subprocess.run([a.bzhead, "bot", "capper,hunter,defender", "--count", "6", "--team", "red,green",
                                     "--json", "--for", str(a.seconds), server],
@@ -236,7 +237,7 @@ def teams(a):
                 os.makedirs(a.keep, exist_ok=True)
                 with open(os.path.join(a.keep, f"teams-{name}-{int(time.time())}.jsonl"), "w") as f:
                     f.write(r.stdout)
-            captures = kills = team_kills = 0
+            captures = kills = team_kills = self_kills = 0
             teams_of = {}
             for line in r.stdout.splitlines():
                 try:
@@ -252,8 +253,9 @@ def teams(a):
                     k, v = e.get("killer_callsign"), e.get("victim_callsign")
                     if k != v and k in teams_of and teams_of.get(k) == teams_of.get(v):
                         team_kills += 1
-            print(f"| {name} | {a.seconds:.0f} | {captures} | {captures * 600 / a.seconds:.1f} | {kills} | {team_kills} |",
-                  flush=True)
+                    self_kills += k == v
+            print(f"| {name} | {a.seconds:.0f} | {captures} | {captures * 600 / a.seconds:.1f} | {kills} | {team_kills} "
+                  f"| {self_kills} |", flush=True)
 
 def official_client(a, home, server, robots):
     """The official client as an observer running `robots` robots (callsigns official00, official01, ...), under
@@ -516,7 +518,8 @@ def main():
     ap.add_argument("--seconds", type=float, help="60 by default (versus: 300)")
     ap.add_argument("--runs", type=int, help="3 by default (versus --mode ctf: 1 per map)")
     ap.add_argument("--mode", choices=["ctf", "ffa"], default="ctf", help="versus: capture the flag or FFA")
-    ap.add_argument("--maps", help="versus --mode ctf: comma-separated maps (default: all of `maps`)")
+    ap.add_argument("--maps", help="versus --mode ctf, teams: comma-separated maps (default: all of `maps`)")
+    ap.add_argument("--ricochet", action="store_true", help="teams: every shot ricochets (bzfs +r)")
     ap.add_argument("--official-fps", type=int, default=60, help="versus: the official client's frame rate cap")
     ap.add_argument("--keep", help="versus, teams: keep each run's JSON lines in this directory")
     a = ap.parse_args()
