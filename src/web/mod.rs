@@ -14,7 +14,8 @@
 //! a full `state`, the recent `feed` lines, and then `state`s with what changed, `feed` lines and `status` changes.
 //! What the page can reckon by itself (tanks moving on, flags and missiles flying) goes out at most once per
 //! [`PUSH_INTERVAL`]; what it cannot (a shot fired or ended, a kill, a spawn, a join, a flag taken, a score, a chat
-//! line) goes out in the reactor turn it arrives in, at most once per [`EVENT_INTERVAL`]. Each push is built once
+//! line) goes out in the reactor turn it arrives in, at most once per [`EVENT_INTERVAL`]. With many viewers both
+//! intervals grow so that the writes to viewers stay within [`WRITE_BUDGET`] a second. Each push is built once
 //! ([`state`]: `serde` straight into one buffer) and written to every viewer of the server in one write, with the
 //! feed lines of that turn. A `state` carries a changed tank's pose with its velocity and angular velocity at the
 //! snapshot time, so the page extrapolates at its own frame rate; shots are sent once with their whole precomputed
@@ -47,6 +48,13 @@ pub const PUSH_INTERVAL: Duration = Duration::from_millis(250);
 /// the reactor turn the event arrives in unless another went out less than this ago. `BZHEAD_WEB_EVENT_MS`
 /// overrides it.
 pub const EVENT_INTERVAL: Duration = Duration::from_millis(100);
+/// Writes to viewers per second, all viewers of all servers together, that the view spends at most: with more
+/// viewers than fit at [`EVENT_INTERVAL`] and [`PUSH_INTERVAL`], both intervals grow to `viewers / WRITE_BUDGET`
+/// seconds (20 viewers: a push every 333 ms, events included), so that the cost of viewers stays bounded however
+/// many connect (each write costs the kernel some 10 to 17 µs here, most of it waking the reader; see
+/// `docs/benchmarks.md`). The page reckons motion between pushes either way. `BZHEAD_WEB_WRITES_PER_S` overrides
+/// it (0: no budget).
+pub const WRITE_BUDGET: u32 = 60;
 /// A quiet stream gets a comment this often (keeps proxies and the browser's stream alive).
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Guided missiles are flown in steps of at most this (s) between two states.
@@ -137,6 +145,8 @@ pub struct WebView {
     bytes_pushed: u64,
     push_interval: Duration,
     event_interval: Duration,
+    /// See [`WRITE_BUDGET`].
+    write_budget: u32,
     /// The bytes of one push, reused.
     frame: Vec<u8>,
 }
@@ -183,6 +193,10 @@ impl WebView {
             bytes_pushed: 0,
             push_interval: interval_from_env("BZHEAD_WEB_PUSH_MS", PUSH_INTERVAL),
             event_interval: interval_from_env("BZHEAD_WEB_EVENT_MS", EVENT_INTERVAL),
+            write_budget: std::env::var("BZHEAD_WEB_WRITES_PER_S")
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .unwrap_or(WRITE_BUDGET),
             frame: Vec::new(),
         }
     }
@@ -384,6 +398,7 @@ impl WebView {
     pub fn tick(&mut self, reactor: &mut Reactor, now: Instant) -> Instant {
         let mut next = now + KEEPALIVE;
         let mut frame = std::mem::take(&mut self.frame);
+        let (push_interval, event_interval) = self.intervals();
         for si in 0..self.servers.len() {
             // The tracker and the reckoning are brought up to date when a state is built, not every turn.
             let s = &self.servers[si];
@@ -391,8 +406,8 @@ impl WebView {
                 || reactor
                     .session(s.session.unwrap_or(SessionId(usize::MAX)))
                     .is_some_and(|sess| sess.game().flags.values().any(|f| f.flight().is_some()));
-            let motion_at = s.last_push.map_or(now, |t| t + self.push_interval);
-            let event_at = s.last_push.map_or(now, |t| t + self.event_interval);
+            let motion_at = s.last_push.map_or(now, |t| t + push_interval);
+            let event_at = s.last_push.map_or(now, |t| t + event_interval);
             let due = ((s.dirty || moving) && now >= motion_at) || (s.urgent_since.is_some() && now >= event_at);
             let has_viewers = self.viewers.iter().any(|v| v.server == si);
             frame.clear();
@@ -441,6 +456,12 @@ impl WebView {
         }
         self.frame = frame;
         next
+    }
+
+    /// The least time between two pushes of a server for motion and for events, with the viewers there are now
+    /// (see [`WRITE_BUDGET`]).
+    pub fn intervals(&self) -> (Duration, Duration) {
+        intervals_for(self.push_interval, self.event_interval, self.write_budget, self.viewers.len())
     }
 
     /// Brings the shot tracker and the reckoning of server `si` up to date with its session.
@@ -582,6 +603,16 @@ fn link_json(reactor: &Reactor, sid: SessionId, now: Instant) -> Value {
         "command_rtt_ms": net.command_rtt_ms(now).map(|v| (v * 100.0).round() / 100.0),
         "udp": session.udp_up(),
     })
+}
+
+/// The motion and event intervals for `viewers` open streams within `budget` writes a second (0: no budget): each
+/// at least as given, and at least `viewers / budget` seconds.
+fn intervals_for(push: Duration, event: Duration, budget: u32, viewers: usize) -> (Duration, Duration) {
+    let spread = match budget {
+        0 => Duration::ZERO,
+        b => Duration::from_secs_f64(viewers as f64 / f64::from(b)),
+    };
+    (push.max(spread), event.max(spread))
 }
 
 /// Whether an event changes what the page cannot reckon by itself (see [`EVENT_INTERVAL`]).

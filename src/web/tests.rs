@@ -40,6 +40,27 @@ fn feed_lines_are_kept_bounded_and_carry_text_not_markup() {
 }
 
 #[test]
+fn many_viewers_stretch_both_intervals_to_the_write_budget() {
+    let ms = Duration::from_millis;
+    let at = |viewers| intervals_for(PUSH_INTERVAL, EVENT_INTERVAL, WRITE_BUDGET, viewers);
+    // Few viewers: events at once (at most every 100 ms), motion every 250 ms.
+    assert_eq!(at(0), (PUSH_INTERVAL, EVENT_INTERVAL));
+    assert_eq!(at(1), (PUSH_INTERVAL, EVENT_INTERVAL));
+    assert_eq!(at(6), (PUSH_INTERVAL, EVENT_INTERVAL));
+    // From 7 viewers the events wait longer; from 16 the motion too; writes a second stay within the budget.
+    assert!(at(7).1 > EVENT_INTERVAL && at(7).0 == PUSH_INTERVAL);
+    for viewers in [16, 20, 100, 1000] {
+        let (motion, event) = at(viewers);
+        assert!(motion > PUSH_INTERVAL && motion == event, "{viewers}: {motion:?} {event:?}");
+        let writes_per_s = viewers as f64 / event.as_secs_f64();
+        assert!(writes_per_s <= f64::from(WRITE_BUDGET) + 1e-6, "{viewers}: {writes_per_s}");
+    }
+    assert_eq!(at(20).1.as_millis(), 333);
+    // No budget: the intervals as given.
+    assert_eq!(intervals_for(ms(50), ms(20), 0, 1000), (ms(50), ms(20)));
+}
+
+#[test]
 fn numbers_on_the_wire_are_rounded_and_finite() {
     assert_eq!(round2(1.23456), 1.23);
     assert_eq!(round3(f32::NAN), 0.0);
