@@ -7,7 +7,7 @@ Usage:
   bench/bots.py capture [--runs 5]
   bench/bots.py versus [--mode ctf|ffa] [--maps generated,ctf-raised,...] [--seconds 300] [--runs 1] [--keep DIR]
   bench/bots.py maps [--runs 3]
-  bench/bots.py teams [--seconds 300] [--runs 1] [--maps M,...] [--ricochet] [--keep DIR]
+  bench/bots.py teams [--seconds 300] [--runs 1] [--maps M,...] [--ricochet] [--games N] [--keep DIR]
 
 cpu      For each N: a bzfs on the generated team world (-j, 3 shots, room for N bots), then one
          `bzhead bot hunter --count N` process. Once every bot has joined (its "joined" line), the process's
@@ -35,6 +35,8 @@ maps     `capture` on each CTF map of testdata/worlds (raised bases, decks up ra
 teams    Three bzhead bots a side (capper, hunter, defender, red against green) on each of those maps (or `--maps`)
          for SECONDS: captures per 10 minutes (both teams together) and team kills, from the bots' summary lines and
          the observer's kill lines. `--ricochet`: every shot ricochets (bzfs +r), where team kills are likeliest.
+         `--games N`: N games at once, each on its own bzfs (the figures are their sums; a self-kill is also
+         what a team kill costs the killer).
 """
 import argparse, os, queue, re, socket, statistics, subprocess, threading, time
 
@@ -220,42 +222,56 @@ def maps(a):
         print(f"| {name} | {', '.join(f'{t:.1f}' for t in times)} | {statistics.median(times):.1f} |", flush=True)
 
 def teams(a):
-    print(f"| map | seconds | captures | captures per 10 min | kills | team kills | self-kills |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| map | seconds | games | captures | captures per 10 min | kills | team kills | self-kills |")
+    print("|---|---|---|---|---|---|---|---|")
+    import json
     for name in (a.maps.split(",") if a.maps else MAPS):
         for _ in range(a.runs):
             rico = ["+r"] if a.ricochet else []
-            bzfs, server = start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,4,4,0,0,2"] + rico + map_args(name))
+            games = [start_bzfs(["-c", "-j", "-ms", "3", "-mp", "0,4,4,0,0,2"] + rico + map_args(name))
+                     for _ in range(a.games)]
             try:
-                r = subprocess.run([a.bzhead, "bot", "capper,hunter,defender", "--count", "6", "--team", "red,green",
-                                    "--json", "--for", str(a.seconds), server],
-                                   capture_output=True, text=True, timeout=a.seconds + 90)
+                import tempfile
+                files = [tempfile.TemporaryFile("w+") for _ in games]  # not pipes: nobody reads them meanwhile
+                bots = [subprocess.Popen([a.bzhead, "bot", "capper,hunter,defender", "--count", "6", "--team",
+                                          "red,green", "--json", "--for", str(a.seconds), server],
+                                         stdout=f, stderr=subprocess.DEVNULL, text=True)
+                        for (_, server), f in zip(games, files)]
+                for b in bots:
+                    b.wait(timeout=a.seconds + 90)
+                outs = []
+                for f in files:
+                    f.seek(0)
+                    outs.append(f.read())
+                    f.close()
             finally:
-                bzfs.terminate(); bzfs.wait()
-            import json
-            if a.keep:
-                os.makedirs(a.keep, exist_ok=True)
-                with open(os.path.join(a.keep, f"teams-{name}-{int(time.time())}.jsonl"), "w") as f:
-                    f.write(r.stdout)
+                for bzfs, _ in games:
+                    bzfs.terminate(); bzfs.wait()
             captures = kills = team_kills = self_kills = 0
-            teams_of = {}
-            for line in r.stdout.splitlines():
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                if e.get("type") == "bot" and e.get("bot_event") == "captured":
-                    captures += 1
-                if e.get("type") == "join" and "callsign" in e:
-                    teams_of[e["callsign"]] = e.get("team")
-                if e.get("type") == "kill":
-                    kills += 1
-                    k, v = e.get("killer_callsign"), e.get("victim_callsign")
-                    if k != v and k in teams_of and teams_of.get(k) == teams_of.get(v):
-                        team_kills += 1
-                    self_kills += k == v
-            print(f"| {name} | {a.seconds:.0f} | {captures} | {captures * 600 / a.seconds:.1f} | {kills} | {team_kills} "
-                  f"| {self_kills} |", flush=True)
+            for out in outs:
+                if a.keep:
+                    os.makedirs(a.keep, exist_ok=True)
+                    with open(os.path.join(a.keep, f"teams-{name}-{time.time_ns()}.jsonl"), "w") as f:
+                        f.write(out)
+                teams_of = {}
+                for line in out.splitlines():
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    if e.get("type") == "bot" and e.get("bot_event") == "captured":
+                        captures += 1
+                    if e.get("type") == "join" and "callsign" in e:
+                        teams_of[e["callsign"]] = e.get("team")
+                    if e.get("type") == "kill":
+                        kills += 1
+                        k, v = e.get("killer_callsign"), e.get("victim_callsign")
+                        if k != v and k in teams_of and teams_of.get(k) == teams_of.get(v):
+                            team_kills += 1
+                        self_kills += k == v
+            game_s = a.seconds * a.games
+            print(f"| {name} | {a.seconds:.0f} | {a.games} | {captures} | {captures * 600 / game_s:.1f} | {kills} "
+                  f"| {team_kills} | {self_kills} |", flush=True)
 
 def official_client(a, home, server, robots):
     """The official client as an observer running `robots` robots (callsigns official00, official01, ...), under
@@ -520,6 +536,7 @@ def main():
     ap.add_argument("--mode", choices=["ctf", "ffa"], default="ctf", help="versus: capture the flag or FFA")
     ap.add_argument("--maps", help="versus --mode ctf, teams: comma-separated maps (default: all of `maps`)")
     ap.add_argument("--ricochet", action="store_true", help="teams: every shot ricochets (bzfs +r)")
+    ap.add_argument("--games", type=int, default=1, help="teams: games played at once (each its own bzfs)")
     ap.add_argument("--official-fps", type=int, default=60, help="versus: the official client's frame rate cap")
     ap.add_argument("--keep", help="versus, teams: keep each run's JSON lines in this directory")
     a = ap.parse_args()
