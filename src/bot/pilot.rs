@@ -77,6 +77,9 @@ pub(crate) struct Pilot {
     pub flag_index: Option<u16>,
     last_capture: f32,
     alive_sent: Option<f32>,
+    /// Since when the tank is dead and may respawn, while it waits for its team's shots to end (see
+    /// [`SPAWN_HOLD_MAX`]).
+    spawn_ready: Option<f32>,
     pub stats: BotStats,
     /// Messages to send after the tick.
     pub out: Vec<ClientMsg>,
@@ -84,6 +87,12 @@ pub(crate) struct Pilot {
 
 /// How often `MsgAlive` is repeated while the server has not spawned us (it queues the first one).
 const ALIVE_REPEAT: f32 = 10.0;
+
+/// Longest wait (s) before asking to respawn while a shot of our own team is in flight. bzfs puts a respawned
+/// tank where it likes, and a team mate's shot fired while we were dead was checked against the living only: in
+/// 3-against-3 ricochet games every team kill left was a tank that respawned into such a shot. A shot lives
+/// 3.5 s by default.
+const SPAWN_HOLD_MAX: f32 = 4.0;
 
 impl Pilot {
     pub fn new(seed: u64) -> Pilot {
@@ -99,6 +108,7 @@ impl Pilot {
             flag_index: None,
             last_capture: -1.0e9,
             alive_sent: None,
+            spawn_ready: None,
             stats: BotStats::default(),
             out: Vec::new(),
         }
@@ -155,6 +165,7 @@ impl Pilot {
                 self.flags = FlagRules::new();
                 self.flag_index = None;
                 self.alive_sent = None;
+                self.spawn_ready = None;
                 self.stats.spawns += 1;
                 Some(BotEvent::Spawned { pos: *pos })
             }
@@ -215,6 +226,16 @@ impl Pilot {
         }
     }
 
+    /// Whether to ask to respawn now: no shot of our team is in flight (none can hit us where bzfs puts us), or we
+    /// have waited [`SPAWN_HOLD_MAX`] already. Always when the server has team kills off, and for rogues.
+    fn spawn_is_safe(&mut self, sh: &Shared<'_>, clock: f32) -> bool {
+        let since = *self.spawn_ready.get_or_insert(clock);
+        if !sh.phys.team_kills() || matches!(self.team, Team::Rogue | Team::NoTeam) || clock - since >= SPAWN_HOLD_MAX {
+            return true;
+        }
+        !sh.shots.iter().any(|s| s.team == self.team && !s.expired_at(s.age(sh.now)))
+    }
+
     fn request_spawn(&mut self, clock: f32) {
         self.out.push(ClientMsg::Alive);
         self.alive_sent = Some(clock);
@@ -232,10 +253,13 @@ impl Pilot {
         let Control { speed, turn, jump, fire, drop_flag: drop, grab, grab_own_flag, target, .. } = *control;
         let fire = fire && may_fire;
 
-        if self.tank.location == Location::Dead && self.alive_sent.is_none_or(|t| clock - t > ALIVE_REPEAT) {
+        let report = self.tank.step(dt, Controls { speed, turn, jump }, phys, world);
+        if self.tank.location == Location::Dead
+            && self.alive_sent.is_none_or(|t| clock - t > ALIVE_REPEAT)
+            && self.spawn_is_safe(sh, clock)
+        {
             self.request_spawn(clock);
         }
-        let report = self.tank.step(dt, Controls { speed, turn, jump }, phys, world);
         if let Some((from, to)) = report.teleported {
             self.out.push(ClientMsg::Teleport { from, to });
         }
@@ -244,9 +268,6 @@ impl Pilot {
             self.send_all(msgs);
             self.tank.explode();
             self.flag_index = None;
-        }
-        if report.explosion_over {
-            self.request_spawn(clock);
         }
         if report.pause_drop {
             self.out.push(ClientMsg::DropFlag { pos: self.tank.pos.to_array() });
@@ -464,6 +485,60 @@ mod tests {
         bounced.segments = vec![crate::bzflag::world::ShotSegment { t1: 0.5, ..first }, second];
         assert!(own_first_leg(&bounced, 3, 0.4));
         assert!(!own_first_leg(&bounced, 3, 0.6));
+    }
+
+    #[test]
+    fn a_dead_bot_waits_to_respawn_while_a_shot_of_its_team_flies() {
+        use crate::bzflag::consts::{GameOptions, Team};
+        let s = crate::bot::aim::tests::settings(GameOptions::empty(), 400.0);
+        let phys = Physics::new(&crate::bzflag::vars::VarStore::defaults(), Some(&s));
+        let no_tk = Physics::new(
+            &crate::bzflag::vars::VarStore::defaults(),
+            Some(&crate::bot::aim::tests::settings(GameOptions::NO_TEAM_KILLS, 400.0)),
+        );
+        let world = crate::bot::aim::tests::world_with(200.0, Vec::new());
+        let game = Game::default();
+        let start = Instant::now();
+        let fired = |team| crate::bzflag::game::Shot {
+            info: crate::bzflag::msg::FiringInfo {
+                time_sent: 0.0,
+                shooter: 2,
+                shot_id: 0x0100,
+                pos: [0.0, 0.0, 1.57],
+                vel: [100.0, 0.0, 0.0],
+                dt: 0.0,
+                team,
+                flag: flag::NONE,
+                lifetime: 3.5,
+            },
+            received: start,
+            gm_update: None,
+        };
+        let tracker = |team| {
+            let mut t = ShotTracker::new();
+            t.sync(&[((2u8, 0x0100u16), fired(team))].into_iter().collect(), &phys, Some(&world));
+            t
+        };
+        let (mate, enemy, none) = (tracker(Team::Red), tracker(Team::Green), ShotTracker::new());
+        let paused = PlayerSet::default();
+        let waited = |shots: &ShotTracker, phys: &Physics, secs: f32, ready: f32| {
+            let now = start + std::time::Duration::from_secs_f32(secs);
+            let sh = Shared { now, clock: secs, world: &world, phys, game: &game, shots, tanks: &[], paused: &paused };
+            let mut p = Pilot::new(1);
+            p.team = Team::Red;
+            p.spawn_ready = Some(ready);
+            p.spawn_is_safe(&sh, secs)
+        };
+        let at = |shots: &ShotTracker, phys: &Physics, secs: f32| waited(shots, phys, secs, 0.0);
+        // A team mate's shot in flight (it ends at the world's far wall, 200 units out: 2 s): wait.
+        assert!(!at(&mate, &phys, 0.5));
+        // ...until it is over, or the wait is up.
+        assert!(at(&mate, &phys, 2.5));
+        assert!(waited(&mate, &phys, 0.5, 0.5 - SPAWN_HOLD_MAX));
+        assert!(at(&none, &phys, 0.5));
+        // An enemy's shot is no reason to wait (bzfs keeps spawns away from enemies), nor is any with team kills off.
+        assert!(at(&enemy, &phys, 0.5));
+        assert!(at(&mate, &no_tk, 0.5));
     }
 
     #[test]
