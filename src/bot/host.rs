@@ -1213,6 +1213,14 @@ impl BotHost {
             .filter(|(_, b)| b.server == si && b.state == BotState::Joined && b.pilot.tank.is_alive())
             .filter_map(|(_, b)| Some((b.pilot.me?, b.pilot.tank.clone())))
             .collect();
+        // Teams with a bot of ours about to respawn where bzfs likes: its team mates hold fire until it is back.
+        let respawning: Vec<Team> = self
+            .bots
+            .iter()
+            .filter(|(_, b)| b.server == si && b.state == BotState::Joined && b.pilot.awaiting_spawn())
+            .map(|(_, b)| b.pilot.team)
+            .filter(|t| phys.team_kills() && !matches!(t, Team::Rogue | Team::NoTeam))
+            .collect();
         for (k, b) in self.bots.iter_mut().filter(|(_, b)| b.server == si && b.state == BotState::Joined) {
             let Some(me) = b.pilot.me else { continue };
             let may_fire = b.config.player_type == PlayerType::Computer
@@ -1250,7 +1258,10 @@ impl BotHost {
                     notes.push((k, BotEvent::Stuck { pos: pilot.tank.pos.to_array(), seconds }));
                 }
                 watch.steer(clock, control);
-                if control.fire && crate::bot::brains::common::shot_after_step_endangers(&view, control) {
+                if control.fire
+                    && (respawning.contains(&pilot.team)
+                        || crate::bot::brains::common::shot_after_step_endangers(&view, control))
+                {
                     control.fire = false;
                 }
             }

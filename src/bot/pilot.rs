@@ -226,6 +226,12 @@ impl Pilot {
         }
     }
 
+    /// Dead and about to respawn: waiting for its team's shots to end, or asked and not spawned yet. Its team
+    /// mates in this process hold fire meanwhile, since bzfs may put it anywhere.
+    pub fn awaiting_spawn(&self) -> bool {
+        self.me.is_some() && self.tank.location == Location::Dead && self.spawn_ready.is_some()
+    }
+
     /// Whether to ask to respawn now: no shot of our team is in flight (none can hit us where bzfs puts us), or we
     /// have waited [`SPAWN_HOLD_MAX`] already. Always when the server has team kills off, and for rogues.
     fn spawn_is_safe(&mut self, sh: &Shared<'_>, clock: f32) -> bool {
