@@ -660,9 +660,19 @@ fn read_vars(r: &mut Reader<'_>) -> Result<Vec<(String, String)>, DecodeError> {
     Ok(vars)
 }
 
+/// The variables that fit in one message (`MAX_PAYLOAD_LEN`; bzfs sends the rest in another `MsgSetVar`), with
+/// their count: a longer body would be cut by the frame and no longer parse.
 fn write_vars(w: &mut Writer, vars: &[(String, String)]) {
-    w.u16(vars.len() as u16);
-    for (n, v) in vars {
+    let mut size = 2;
+    let fit = vars
+        .iter()
+        .take_while(|(n, v)| {
+            size += 2 + n.len().min(255) + v.len().min(255);
+            size <= crate::bzflag::consts::MAX_PAYLOAD_LEN
+        })
+        .count();
+    w.u16(fit as u16);
+    for (n, v) in &vars[..fit] {
         let n = &n.as_bytes()[..n.len().min(255)];
         let v = &v.as_bytes()[..v.len().min(255)];
         w.u8(n.len() as u8).bytes(n).u8(v.len() as u8).bytes(v);

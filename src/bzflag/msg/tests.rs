@@ -395,3 +395,20 @@ fn unknown_codes_are_described() {
     assert_eq!(describe_code(0x7a7a), "unknown code 'zz' (0x7a7a)");
     assert_eq!(describe_code(code::ENTER), "MsgEnter");
 }
+
+#[test]
+fn set_var_keeps_to_one_message_and_parses_back() {
+    // 40 variables of 50 bytes each: more than one message holds (found by the fuzzer: the frame cut the body).
+    let vars: Vec<(String, String)> =
+        (0..40).map(|i| (format!("_var{i:02}{}", "x".repeat(20)), "y".repeat(24))).collect();
+    let m = ServerMsg::SetVar { vars: vars.clone() };
+    let bytes = m.encode();
+    assert!(bytes.len() <= crate::bzflag::consts::MAX_PACKET_LEN, "{}", bytes.len());
+    match ServerMsg::decode(&bytes).expect("parses back") {
+        ServerMsg::SetVar { vars: back } => {
+            assert!(back.len() < vars.len() && back.len() >= 19, "{}", back.len());
+            assert_eq!(back[..], vars[..back.len()]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
