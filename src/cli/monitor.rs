@@ -44,6 +44,10 @@ pub struct MonitorArgs {
     /// Serve the API, the metrics and the page on ADDR (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// On a loopback --http address, also accept requests whose Host is NAME (say, the name a reverse proxy
+    /// forwards; "*" for any); others than localhost, 127.x and [::1] get 421 (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
     /// Seconds between the starts of two rounds [default: 60].
     #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(0.05, 86_400.0))]
     interval: Option<f64>,
@@ -369,8 +373,9 @@ impl<'a> Running<'a> {
             Some(addr) => {
                 let sa: SocketAddr = resolve(addr, 8080).map_err(|e| (exit::USAGE, format!("--http {addr}: {e}")))?;
                 let (id, local) = reactor
-                    .add_http_listener(sa, Limits::default())
+                    .add_http_listener(sa, Limits::from_env())
                     .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
+                reactor.http_allow_hosts(id, &a.allow_host);
                 eprintln!("bzhead: monitor API on http://{local}/");
                 Some(id)
             }
@@ -651,8 +656,9 @@ fn serve_http(
                         reactor.http_respond(conn, &resp);
                     }
                     Routed::Events { after } => {
-                        reactor.http_stream(conn, &sse_head(2000));
-                        streams.push((conn, after));
+                        if reactor.http_stream(conn, &sse_head(2000)) {
+                            streams.push((conn, after));
+                        }
                     }
                 }
             }

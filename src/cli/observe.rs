@@ -32,6 +32,10 @@ pub struct ObserveArgs {
     /// 127.0.0.1:PORT for a bare PORT. The URL is printed on stderr; the events still go to stdout.
     #[arg(long, value_name = "ADDR")]
     pub web: Option<String>,
+    /// With --web on a loopback address: also accept requests whose Host is NAME (say, the name a reverse proxy
+    /// forwards; "*" for any); others than localhost, 127.x and [::1] get 421 (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME", requires = "web")]
+    pub allow_host: Vec<String>,
     /// Callsign to join with.
     #[arg(long, default_value = "bzhead")]
     pub callsign: String,

@@ -114,10 +114,11 @@ impl<'a> WebObservers<'a> {
         mut servers: Vec<Server>,
     ) -> Result<WebObservers<'a>, u8> {
         let mut reactor = super::new_reactor()?;
-        let (_listener, local) = reactor.add_http_listener(bind, Limits::default()).map_err(|e| {
+        let (listener, local) = reactor.add_http_listener(bind, Limits::from_env()).map_err(|e| {
             eprintln!("bzhead: cannot serve the web view on {bind}: {e}");
             exit::USAGE
         })?;
+        reactor.http_allow_hosts(listener, &a.allow_host);
         let start = Instant::now();
         // The netstats lines as without --web; the page's lag figures want /lagstats now and then even without them.
         let print_netstats = secs(a.netstats) > Duration::ZERO;

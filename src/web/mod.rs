@@ -334,11 +334,11 @@ impl WebView {
             return;
         }
         let resp = match r.path.as_str() {
-            "/" | "/index.html" => Response::new(200, "text/html; charset=utf-8", PAGE).with_header(
+            "/" | "/index.html" => Response::shared(200, "text/html; charset=utf-8", PAGE).with_header(
                 "Content-Security-Policy",
                 "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; connect-src 'self'",
             ),
-            "/app.js" => Response::new(200, "text/javascript; charset=utf-8", APP_JS),
+            "/app.js" => Response::shared(200, "text/javascript; charset=utf-8", APP_JS),
             "/api/servers" => Response::json(self.servers_json().to_string()),
             "/api/state" => match self.server_param(r) {
                 Ok(si) => Response::json(self.api_state(reactor, si, now).to_string()),
