@@ -23,7 +23,8 @@
 //!   [`MAX_QUEUED_OUT`] bytes wait to be written. What a client that does not read costs is therefore at most
 //!   [`MAX_HEAD`] + 1 + [`MAX_QUEUED_OUT`] bytes plus one response (a [`Body::shared`] body is shared between all
 //!   the connections sending it, not copied), plus the kernel's send buffer; and after [`Limits::idle_timeout`]
-//!   without a byte read by the client, the connection is closed ([`CloseReason::Stalled`]);
+//!   without a byte read by the client, the connection is closed ([`CloseReason::Stalled`]; a stream is judged by
+//!   its queue instead);
 //! - a stream's queue ([`MAX_STREAM_QUEUE`]; a push beyond it drops the connection) and its age
 //!   ([`MAX_STREAM_AGE`], then it is closed: browsers reconnect by themselves, with `Last-Event-ID`);
 //! - the time a request may take ([`REQUEST_TIMEOUT`]) and an idle keep-alive connection may stay
@@ -600,7 +601,7 @@ pub enum CloseReason {
     PeerClosed,
     /// Its stream's send queue passed [`Limits::max_stream_queue`] (the reader stopped reading).
     SendQueueFull,
-    /// Bytes were queued for it and it read none of them for [`Limits::idle_timeout`].
+    /// Bytes were queued for it (not a stream) and it read none of them for [`Limits::idle_timeout`].
     Stalled,
     /// Its stream reached [`Limits::max_stream_age`].
     StreamAge,
@@ -932,7 +933,9 @@ impl HttpConn {
 
     /// When the connection must be closed if nothing happens before.
     pub fn deadline(&self) -> Option<Instant> {
-        let stall = self.stalled_since.map(|t| t + self.limits.idle_timeout);
+        // A stream's reader is judged by its queue (and the stream by its age), not by the time.
+        let stall =
+            self.stalled_since.filter(|_| self.state != ConnState::Streaming).map(|t| t + self.limits.idle_timeout);
         let own = match self.state {
             // While an answer is still being written, only the client's reading counts.
             ConnState::Reading if self.out_len > 0 => None,
@@ -953,7 +956,8 @@ impl HttpConn {
         if self.close.is_some() || self.deadline().is_none_or(|d| d > now) {
             return;
         }
-        if self.state != ConnState::Closing && self.stalled_since.is_some_and(|t| t + self.limits.idle_timeout <= now) {
+        let stalled = self.stalled_since.is_some_and(|t| t + self.limits.idle_timeout <= now);
+        if stalled && !matches!(self.state, ConnState::Closing | ConnState::Streaming) {
             // Between requests, a client that reads nothing and sends nothing is idle.
             let idle = self.state == ConnState::Reading && !self.started;
             self.close = Some(if idle { CloseReason::Idle } else { CloseReason::Stalled });
