@@ -6,7 +6,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use bzhead::http::{MAX_CONNECTIONS_PER_PEER, MAX_STREAMS_PER_PEER, STREAM_MAX_AGE_ENV};
 
-use crate::support::peak::run_measured;
+use crate::monitor::{monitor_command, MonitorProc};
+use crate::support::peak::{run_measured, Measured};
 use crate::support::plugins::real_plugin_dir;
-use crate::support::{bzhead, free_port, OutputBuf, TempDir, WAIT};
+use crate::support::{free_port, TempDir, WAIT};
 
 /// Peak resident memory allowed to a monitor that one client floods with pipelined requests it never reads, in KiB:
 /// the monitor's own size (about 20 MiB in a debug build, the test process's size at the fork included) plus what
@@ -24,66 +25,31 @@ use crate::support::{bzhead, free_port, OutputBuf, TempDir, WAIT};
 /// with room to spare. On `main` the same 10 s flood took the monitor to 44 MiB and growing (19 MB of requests read).
 const FLOOD_PEAK_KIB: u64 = 32 * 1024;
 
-/// A `bzhead monitor` command serving HTTP on a free loopback port; its database and plugins live in the returned
-/// directories.
+/// A `bzhead monitor` command serving HTTP on a free loopback port, one round a second of one server at an address
+/// where nothing answers (the discard port: the loop only serves HTTP); its database and plugins live in the
+/// returned directories.
 fn monitor_cmd(extra: &[&str]) -> (Command, SocketAddr, TempDir, TempDir) {
     let dir = TempDir::new("http-hostile");
     let plugins = real_plugin_dir();
     let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    // Nothing listens on the discard port: the one server never answers, the loop only serves HTTP.
-    let mut args: Vec<String> = vec![
-        "monitor".into(),
-        "--db".into(),
-        dir.join("m.db").to_str().unwrap().into(),
-        "--http".into(),
-        http.to_string(),
-        "--plugin-dir".into(),
-        plugins.path().to_str().unwrap().into(),
-        "--interval".into(),
-        "1".into(),
-        "--timeout-ms".into(),
-        "200".into(),
-        "--retries".into(),
-        "0".into(),
-        "--server".into(),
-        "quake3=127.0.0.1:9".into(),
-    ];
+    let mut args: Vec<String> = ["--interval", "1", "--server", "quake3=127.0.0.1:9"].map(String::from).to_vec();
     args.extend(extra.iter().map(|s| s.to_string()));
-    (bzhead(&args), http, dir, plugins)
+    (monitor_command(&dir.join("m.db"), http, &plugins, &args), http, dir, plugins)
 }
 
-/// A running monitor, killed on drop.
+/// A running monitor (killed on drop) and its directories.
 struct Monitor {
-    child: Child,
     addr: SocketAddr,
-    log: OutputBuf,
+    _proc: MonitorProc,
     _dirs: (TempDir, TempDir),
 }
 
 impl Monitor {
     fn start(extra: &[&str], env: &[(&str, &str)]) -> Monitor {
         let (mut cmd, addr, dir, plugins) = monitor_cmd(extra);
-        cmd.envs(env.iter().copied()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("cannot start bzhead monitor");
-        let log = OutputBuf::new();
-        if let Some(o) = child.stdout.take() {
-            log.attach("monitor-stdout", o);
-        }
-        if let Some(e) = child.stderr.take() {
-            log.attach("monitor-stderr", e);
-        }
-        assert!(log.wait_for("monitor API on http://", WAIT), "{}", log.text());
-        Monitor { child, addr, log, _dirs: (dir, plugins) }
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if thread::panicking() {
-            eprintln!("--- bzhead monitor ---\n{}\n---", self.log.tail(40));
-        }
+        cmd.envs(env.iter().copied());
+        let proc = MonitorProc::spawn(cmd, addr);
+        Monitor { addr: proc.http, _proc: proc, _dirs: (dir, plugins) }
     }
 }
 
@@ -134,40 +100,64 @@ const OTHER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
 #[test]
 fn pipelining_without_reading_keeps_the_monitor_bounded_and_the_loop_answers_others() {
-    let (mut cmd, addr, _dir, _plugins) = monitor_cmd(&[]);
+    let (cmd, addr, _dir, _plugins) = monitor_cmd(&[]);
     // Measured to the end: the monitor is killed at the deadline, after the flood.
-    let run = thread::spawn(move || run_measured(&mut cmd, Duration::from_secs(22)));
+    let f = flood_measured(cmd, addr, "/api/servers", "/metrics", Duration::from_secs(10), Duration::from_secs(22));
+    eprintln!(
+        "flood: {} bytes of requests taken on {} connection(s); {} scrapes answered; monitor peak RSS {} KiB (bound \
+         {FLOOD_PEAK_KIB} KiB)",
+        f.sent, f.conns, f.answered, f.measured.max_rss_kib
+    );
+    assert!(f.measured.max_rss_kib < FLOOD_PEAK_KIB, "{}", f.measured.describe());
+    // Backpressure: one connection, which the kernel buffers and the bounded queues stop after a few MB.
+    assert_eq!(f.conns, 1, "the flood connection was closed");
+    assert!(f.sent < 16 << 20, "{} bytes were taken: the monitor kept reading", f.sent);
+}
+
+/// What [`flood_measured`] saw.
+pub struct Flooded {
+    /// The process's exit and peak memory.
+    pub measured: Measured,
+    /// Bytes of requests the flood's sockets took.
+    pub sent: u64,
+    /// Connections the flood used (a new one each time the server closed one).
+    pub conns: usize,
+    /// Requests of another client answered `200` meanwhile (every one is asserted).
+    pub answered: usize,
+}
+
+/// Runs `cmd` (serving HTTP on `addr`) measured to its end or `deadline`, floods it with pipelined `GET path`
+/// ([`flood`]) for `flood_for` and meanwhile asks `probe` from another address twice a second, asserting `200`.
+pub fn flood_measured(
+    mut cmd: Command,
+    addr: SocketAddr,
+    path: &str,
+    probe: &str,
+    flood_for: Duration,
+    deadline: Duration,
+) -> Flooded {
+    let run = thread::spawn(move || run_measured(&mut cmd, deadline));
     let start = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(15), "the monitor never listened");
+        assert!(start.elapsed() < Duration::from_secs(15), "{addr} never listened");
         thread::sleep(Duration::from_millis(50));
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let flood = flood(addr, "/api/servers", stop.clone());
-    // Meanwhile another client is answered, every time.
+    let flooding = flood(addr, path, stop.clone());
     let mut answered = 0;
-    let flood_for = Duration::from_secs(10);
     let flood_start = Instant::now();
     while flood_start.elapsed() < flood_for {
         let asked = Instant::now();
-        let (status, head, _) = get_from(OTHER, addr, "GET", "/metrics", "localhost");
-        assert_eq!(status, 200, "a scrape during the flood: {head}");
+        let (status, head, _) = get_from(OTHER, addr, "GET", probe, "localhost");
+        assert_eq!(status, 200, "{probe} during the flood: {head}");
         assert!(asked.elapsed() < WAIT);
         answered += 1;
         thread::sleep(Duration::from_millis(500));
     }
     stop.store(true, Ordering::Relaxed);
-    let (sent, conns) = flood.join().expect("flood thread");
-    let m = run.join().expect("run thread");
-    eprintln!(
-        "flood: {sent} bytes of requests taken on {conns} connection(s) in {flood_for:?}; {answered} scrapes \
-         answered; monitor peak RSS {} KiB (bound {FLOOD_PEAK_KIB} KiB)",
-        m.max_rss_kib
-    );
-    assert!(m.max_rss_kib < FLOOD_PEAK_KIB, "{}", m.describe());
-    // Backpressure: one connection, which the kernel buffers and the bounded queues stop after a few MB.
-    assert_eq!(conns, 1, "the flood connection was closed");
-    assert!(sent < 16 << 20, "{sent} bytes were taken: the monitor kept reading");
+    let (sent, conns) = flooding.join().expect("flood thread");
+    let measured = run.join().expect("run thread");
+    Flooded { measured, sent, conns, answered }
 }
 
 /// A client that pipelines `GET path` and never reads, as an attacker would: whole requests in writes of about

@@ -3,14 +3,10 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{bots, http_get, rss_kb, split_response, web_observer, Spawned};
-use crate::http_hostile::{connect_from, flood, get_from, read_until_close};
-use crate::support::peak::run_measured;
+use crate::http_hostile::{connect_from, flood_measured, get_from, read_until_close};
 use crate::support::{bzhead, free_port, Bzfs};
 
 /// Sends `bytes` and reads the answer until the server closes (or 20 s pass).
@@ -262,33 +258,15 @@ const FLOOD_PEAK_KIB: u64 = 64 * 1024;
 fn pipelining_app_js_without_reading_keeps_the_view_bounded_and_it_answers_others() {
     let bzfs = Bzfs::builder().start();
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let mut cmd = bzhead(["observe", "--web", &addr.to_string(), "--no-cache", "--for", "16", &bzfs.host_port()]);
-    let run = thread::spawn(move || run_measured(&mut cmd, Duration::from_secs(30)));
-    let start = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(15), "the web view never listened");
-        thread::sleep(Duration::from_millis(50));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let flood = flood(addr, "/app.js", stop.clone());
-    let flood_start = Instant::now();
-    let mut answered = 0;
-    while flood_start.elapsed() < Duration::from_secs(8) {
-        let (status, head, _) = get_from(Ipv4Addr::new(127, 0, 0, 2), addr, "GET", "/api/servers", "localhost");
-        assert_eq!(status, 200, "another client during the flood: {head}");
-        answered += 1;
-        thread::sleep(Duration::from_millis(500));
-    }
-    stop.store(true, Ordering::Relaxed);
-    let (sent, conns) = flood.join().expect("flood thread");
-    let m = run.join().expect("run thread");
+    let cmd = bzhead(["observe", "--web", &addr.to_string(), "--no-cache", "--for", "16", &bzfs.host_port()]);
+    let f = flood_measured(cmd, addr, "/app.js", "/api/servers", Duration::from_secs(8), Duration::from_secs(30));
     eprintln!(
-        "web view flooded with /app.js: {sent} bytes of requests taken on {conns} connection(s); {answered} other \
-         requests answered; peak RSS {} KiB (bound {FLOOD_PEAK_KIB} KiB)",
-        m.max_rss_kib
+        "web view flooded with /app.js: {} bytes of requests taken on {} connection(s); {} other requests answered; \
+         peak RSS {} KiB (bound {FLOOD_PEAK_KIB} KiB)",
+        f.sent, f.conns, f.answered, f.measured.max_rss_kib
     );
-    assert!(m.max_rss_kib < FLOOD_PEAK_KIB, "{}", m.describe());
-    assert_eq!(conns, 1, "the flood connection was closed");
+    assert!(f.measured.max_rss_kib < FLOOD_PEAK_KIB, "{}", f.measured.describe());
+    assert_eq!(f.conns, 1, "the flood connection was closed");
 }
 
 #[test]
