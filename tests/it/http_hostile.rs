@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bzhead::http::{MAX_CONNECTIONS_PER_PEER, MAX_STREAMS_PER_PEER, STREAM_MAX_AGE_ENV};
+use bzhead::http::{MAX_CONNECTIONS_PER_PEER, MAX_STREAMS, MAX_STREAMS_PER_PEER, STREAM_MAX_AGE_ENV};
 
 use crate::monitor::{monitor_command, MonitorProc};
 use crate::support::peak::{run_measured, Measured};
@@ -218,26 +218,13 @@ fn streams_held_from_one_address_leave_room_for_a_scrape_from_it_and_from_others
     let m = Monitor::start(&[], &[]);
     // 128 event streams from one address, never closed.
     let mut streams = Vec::new();
-    let mut refused = 0;
-    let mut opened = 0;
+    let (mut opened, mut refused) = (0, 0);
     for _ in 0..128 {
-        let mut s = connect_from(LOCAL, m.addr);
-        let _ = s.write_all(b"GET /api/events HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n");
-        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        let mut buf = [0u8; 512];
-        match s.read(&mut buf) {
-            Ok(n) if n > 0 => {
-                let (status, head, _) = split(&buf[..n]);
-                match status {
-                    200 => {
-                        assert!(head.contains("text/event-stream"), "{head}");
-                        opened += 1;
-                    }
-                    503 => refused += 1,
-                    _ => panic!("stream answered {status}: {head}"),
-                }
-            }
-            _ => refused += 1,
+        let (s, ok) = ask_stream(LOCAL, m.addr);
+        if ok {
+            opened += 1;
+        } else {
+            refused += 1;
         }
         streams.push(s);
     }
@@ -250,6 +237,17 @@ fn streams_held_from_one_address_leave_room_for_a_scrape_from_it_and_from_others
         assert_eq!(status, 200, "scrape from {src}: {head}");
         assert!(String::from_utf8_lossy(&body).contains("# TYPE"), "from {src}");
     }
+    // Streams from many addresses: the listener's cap, after which short requests still get in.
+    let mut more = 0;
+    for i in 0..MAX_STREAMS {
+        let (s, ok) = ask_stream(Ipv4Addr::new(127, 0, 1, (i / MAX_STREAMS_PER_PEER) as u8), m.addr);
+        more += usize::from(ok);
+        streams.push(s);
+    }
+    assert_eq!(opened + more, MAX_STREAMS, "the listener's streams");
+    let last = Ipv4Addr::new(127, 0, 2, 1);
+    assert!(!ask_stream(last, m.addr).1, "a stream past the listener's {MAX_STREAMS}");
+    assert_eq!(get_from(last, m.addr, "GET", "/metrics", "localhost").0, 200, "a scrape with every stream taken");
     // Connections (not streams) from one address are capped too, and the others still get in.
     let held: Vec<TcpStream> = (0..MAX_CONNECTIONS_PER_PEER + 8).map(|_| connect_from(OTHER, m.addr)).collect();
     thread::sleep(Duration::from_millis(500));
@@ -259,6 +257,25 @@ fn streams_held_from_one_address_leave_room_for_a_scrape_from_it_and_from_others
     assert_eq!(status, 503, "the {MAX_CONNECTIONS_PER_PEER} connections of this address are taken");
     drop(held);
     drop(streams);
+}
+
+/// Asks `/api/events` from `src`: the connection, and whether it became a stream (`200`; else `503` or closed).
+fn ask_stream(src: Ipv4Addr, addr: SocketAddr) -> (TcpStream, bool) {
+    let mut s = connect_from(src, addr);
+    let _ = s.write_all(b"GET /api/events HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let mut buf = [0u8; 512];
+    let n = match s.read(&mut buf) {
+        Ok(n) => n,
+        Err(_) => return (s, false),
+    };
+    let (status, head, _) = split(&buf[..n]);
+    match status {
+        200 => assert!(head.contains("text/event-stream"), "{head}"),
+        0 | 503 => {}
+        _ => panic!("stream answered {status}: {head}"),
+    }
+    (s, status == 200)
 }
 
 #[test]
