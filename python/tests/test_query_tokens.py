@@ -84,7 +84,8 @@ def test_python_queries_take_fresh_random_tokens():
             assert r["ok"] is False and r["error"] == "timeout", r
         other = udp_socket()
         try:
-            bzhead.scan([addr, f"127.0.0.1:{other.getsockname()[1]}"], protocol="quake3", timeout=0.05, retries=0, params=INFO)
+            both = [addr, f"127.0.0.1:{other.getsockname()[1]}"]
+            bzhead.scan(both, protocol="quake3", timeout=0.05, retries=0, params=INFO)
             scanned = captured(other, 1)
         finally:
             other.close()
