@@ -27,10 +27,11 @@ use bzhead::monitor::masters::{Fetcher, Format};
 use bzhead::monitor::metrics::Own;
 use bzhead::monitor::store::{self, Retention, Writer, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
-use bzhead::query::filter::{EntryFilter, MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
-use bzhead::query::loader::{plugin_dirs, PluginSet, ProtocolKind};
+use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
+use bzhead::query::front::{self, default_port, MasterSpec};
+use bzhead::query::loader::{plugin_dirs, PluginSet};
 use bzhead::query::targets::{list_entries, resolve};
-use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
+use bzhead::query::{ScanConfig, Target, BZFLAG};
 use bzhead::reactor::{HttpConnId, HttpEvent, HttpListenerId, Reactor, ScanId, SessionId, SessionOptions};
 
 use super::query::PluginDirs;
@@ -131,24 +132,13 @@ fn split_source(s: &str, what: &str) -> Result<(String, String), String> {
     }
 }
 
-fn default_port(set: &PluginSet, protocol: &str) -> Result<u16, String> {
-    if protocol == BZFLAG {
-        return Ok(BZFLAG_PORT);
-    }
-    set.protocol(protocol).map(|d| d.default_port).ok_or_else(|| {
-        let mut known = vec![BZFLAG];
-        known.extend(set.protocol_names());
-        format!("unknown protocol {protocol:?}; known: {}", known.join(", "))
-    })
-}
-
 fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, String> {
     let mut targets = Vec::new();
     let mut joins = Vec::new();
     for s in &cfg.server {
-        let port = default_port(set, &s.protocol)?;
-        let addr = resolve(&s.address, port).map_err(|e| format!("server {}: {e}", s.address))?;
-        let mut t = Target::new(&s.protocol, addr);
+        let mut t =
+            front::server_target(set, &s.protocol, &s.address).map_err(|e| format!("server {}: {e}", s.address))?;
+        let addr = t.addr;
         t.params = s.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         targets.push(t);
         if s.verify_join {
@@ -160,7 +150,7 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
         }
     }
     for l in &cfg.list {
-        let port = default_port(set, &l.protocol)?;
+        let port = default_port(set, &l.protocol).map_err(|e| e.to_string())?;
         let text = std::fs::read_to_string(&l.file).map_err(|e| format!("cannot read {}: {e}", l.file))?;
         for (line, entry) in list_entries(&text) {
             match resolve(entry, port) {
@@ -181,31 +171,18 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
         let Some(servers) = &m.servers else {
             return Err(format!("master {}: servers (the protocol of its entries) is required", m.protocol));
         };
-        default_port(set, servers)?;
-        let port = default_port(set, &m.protocol)?;
-        if set.protocol(&m.protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
-            return Err(format!("{} is not a master protocol", m.protocol));
-        }
         let Some(address) = &m.address else {
             return Err(format!("master {}: address is required", m.protocol));
         };
-        let addr = resolve(address, port).map_err(|e| format!("master {address}: {e}"))?;
-        let mut params = Vec::new();
-        if let Some(g) = &m.game {
-            params.push(("game".to_owned(), g.clone()));
-        }
-        if let Some(p) = m.game_protocol {
-            params.push(("game_protocol".to_owned(), p.to_string()));
-        }
-        if let Some(f) = &m.filters {
-            params.push(("filters".to_owned(), f.clone()));
-        }
-        targets.push(Target {
+        let spec = MasterSpec {
             protocol: m.protocol.clone(),
-            addr,
-            params,
-            expand: Some((servers.clone(), Vec::new())),
-        });
+            address: address.clone(),
+            servers: servers.clone(),
+            game: m.game.clone(),
+            game_protocol: m.game_protocol.map(|p| p.to_string()),
+            filters: m.filters.clone(),
+        };
+        targets.push(front::master_target(set, &spec).map_err(|e| e.to_string())?);
     }
     Ok(Sources { targets, joins, http_masters })
 }
@@ -297,9 +274,11 @@ impl Settings {
         };
         let scan_cfg = ScanConfig {
             master_policy: policy,
-            timeout: Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000).clamp(1, 600_000)),
-            retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
-            ..ScanConfig::default()
+            ..ScanConfig::front(
+                Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000)),
+                a.retries.or(cfg.retries).unwrap_or(2),
+                Vec::new(),
+            )
         };
         Ok(Settings { db, http, interval, set, started, sources, retention, mcfg, rate, policy, scan_cfg })
     }
@@ -456,15 +435,9 @@ impl<'a> Running<'a> {
         let round_rate = (((self.targets.len() as f64) * 4.0 / self.interval.as_secs_f64()).ceil() as u32)
             .clamp(50, rate.max(50))
             .min(rate);
-        let cfg =
-            ScanConfig { rate: round_rate, burst: ScanConfig::burst_for_rate(round_rate), ..self.scan_cfg.clone() };
-        let mut scan = Scan::new(p, cfg, now);
-        scan.reserve(self.targets.len());
-        for t in &self.targets {
-            let _ = scan.add_target(now, t.clone());
-        }
+        let cfg = self.scan_cfg.clone().at_rate(round_rate);
         self.monitor.begin_round(unix_now());
-        self.round = Some((self.reactor.add_scan(scan), now));
+        self.round = Some((front::start(&mut self.reactor, p, cfg, &self.targets), now));
         if let Some(f) = &self.fetcher {
             for (format, url) in &self.http_masters {
                 f.request(self.monitor.round(), *format, url);
@@ -504,10 +477,7 @@ impl<'a> Running<'a> {
 
     /// The round's results, to the monitor.
     fn take_results(&mut self) {
-        while let Some((sid, _, ScanEvent::Result(r))) = self.reactor.poll_scan_event() {
-            self.monitor.observe(&r);
-            self.reactor.recycle_scan_result(sid, r);
-        }
+        front::drain(&mut self.reactor, |r| self.monitor.observe(r));
     }
 
     /// The join checks' sessions: joined (with UDP) or not; ended sessions are taken off the reactor.
@@ -552,15 +522,13 @@ impl<'a> Running<'a> {
             match outcome {
                 Ok(entries) => {
                     // The same entry policy as a UDP master's list.
-                    let mut filter = EntryFilter::new(self.policy);
-                    let mut seen = std::collections::HashSet::new();
-                    let taken: Vec<_> =
-                        entries.into_iter().filter(|e| seen.insert(e.addr) && filter.check(e.addr).is_ok()).collect();
-                    info!(taken = taken.len(), dropped = filter.counts().dropped(), "master list fetched");
+                    let (taken, dropped) =
+                        front::listed_targets(entries.iter().map(|e| (e.protocol, e.addr)), self.policy);
+                    info!(taken = taken.len(), dropped, "master list fetched");
                     if let Some((id, _)) = self.round {
                         self.reactor.with_scan(id, |scan, now| {
-                            for e in taken {
-                                let _ = scan.add_target(now, Target::new(e.protocol, e.addr));
+                            for t in taken {
+                                let _ = scan.add_target(now, t);
                             }
                         });
                     }
