@@ -19,6 +19,7 @@ use crate::bzflag::game::{Game, Player};
 use crate::bzflag::msg::Abbv;
 use crate::bzflag::play::physics::flag;
 use crate::bzflag::play::{Controls, LiveShot, Physics, Pose, Reckoning, ShotTracker, Tank};
+use crate::bzflag::scene::SceneTank;
 use crate::bzflag::session::team_of_flag;
 use crate::bzflag::world::{BaseModel, WorldModel};
 
@@ -86,6 +87,23 @@ pub struct TankView {
 }
 
 impl TankView {
+    /// A tank of the scene, as a bot sees it (`ours`: one of the bots of this process).
+    pub fn of(t: &SceneTank, ours: bool) -> TankView {
+        TankView {
+            id: t.id,
+            team: t.team,
+            player_type: t.player_type,
+            alive: t.alive,
+            paused: t.paused,
+            flag: t.flag,
+            pose: t.pose,
+            reckoning: t.reckoning,
+            age: t.age,
+            not_responding: t.not_responding,
+            ours,
+        }
+    }
+
     /// Where the tank will be `t` seconds after the tick, continuing on the line, arc or fall of its last update.
     pub fn predict(&self, t: f32, phys: &Physics) -> Pose {
         match &self.reckoning {
