@@ -195,6 +195,10 @@ impl<'a> WebObservers<'a> {
                 let _ = self.out.flush();
             }
             self.remove_ended();
+            // Worlds the reactor's worker modelled for the view.
+            while let Some((id, result)) = self.reactor.poll_job() {
+                let _ = self.view.on_job(id, result);
+            }
             while let Some(ev) = self.reactor.poll_http_event() {
                 self.view.on_http(&mut self.reactor, ev);
             }
