@@ -1137,7 +1137,7 @@ impl BotHost {
         // Every tank, dead-reckoned to now.
         let ours: Vec<u8> = self.bots.iter().filter(|(_, b)| b.server == si).filter_map(|(_, b)| b.pilot.me).collect();
         s.tanks.clear();
-        s.tanks.extend(s.scene.tanks().iter().map(|t| TankView::of(t, ours.contains(&t.id))));
+        s.tanks.extend(s.scene.tanks().iter().map(|t| TankView { ours: ours.contains(&t.id), ..t.clone() }));
 
         // Every bot of this server decides and steps.
         let paused: PlayerSet = s.tanks.iter().filter(|t| t.paused).map(|t| t.id).collect();

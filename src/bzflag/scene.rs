@@ -55,9 +55,25 @@ pub struct SceneTank {
     pub age: f32,
     /// No update for longer than `_notRespondingTime` while alive.
     pub not_responding: bool,
+    /// One of the reader's own (the bot host marks its bots); always false from the scene.
+    pub ours: bool,
 }
 
 impl SceneTank {
+    /// Where the tank will be `t` seconds after the time it is at, continuing on the line, arc or fall of its last
+    /// update (where it is, when it sent none).
+    pub fn predict(&self, t: f32, phys: &Physics) -> Pose {
+        match &self.reckoning {
+            Some(r) if t.is_finite() => r.at((self.age + t.max(0.0)).min(3600.0), phys.gravity, 0.0),
+            _ => self.pose,
+        }
+    }
+
+    /// The centre of the tank (its position plus half its height): what shots must come close to.
+    pub fn centre(&self, phys: &Physics) -> Vec3 {
+        self.pose.pos + Vec3::new(0.0, 0.0, 0.5 * phys.tank_height)
+    }
+
     /// Its angular velocity (rad/s) as its last update gives it: 0 when dead, not responding or never updated.
     pub fn angular_velocity(&self) -> f32 {
         match &self.reckoning {
@@ -226,6 +242,7 @@ fn tank_of(game: &Game, phys: &Physics, p: &Player, remote: Option<&RemoteTank>,
         reckoning,
         age,
         not_responding,
+        ours: false,
     }
 }
 
