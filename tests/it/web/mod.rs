@@ -5,6 +5,7 @@ mod api;
 mod chromium;
 mod hostile;
 mod page;
+mod shapes;
 mod worker;
 
 use std::io::{BufRead, BufReader, Read, Write};
