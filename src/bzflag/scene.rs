@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! scene.follow(game, Some(&world), now)           (physics, shots synced, missiles flown, tanks reckoned to now)
-//! scene.tanks()  scene.tank_at(id, later)  scene.shots()  scene.shots_at(now)
+//! scene.tanks()  scene.tank(id)  scene.tank_at(id, later)  scene.shots()  scene.shots_at(now)
 //! ```
 
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ use super::consts::{PlayerStatus, PlayerType, Team};
 use super::game::{Game, Player};
 use super::msg::Abbv;
 use super::play::physics::flag;
-use super::play::{LiveShot, Physics, Pose, Reckoning, RemoteTank, ShotKind, ShotTracker};
+use super::play::{LiveShot, Physics, Pose, Reckoning, RemotePose, RemoteTank, ShotKind, ShotTracker};
 use super::world::WorldModel;
 
 /// Guided missiles are flown in steps of at most this (s): finer than a bot's tick and than the official client's
@@ -189,11 +189,16 @@ impl Scene {
         self.tanks.binary_search_by_key(&id, |t| t.id).ok().map(|i| &self.tanks[i])
     }
 
-    /// Tank `id` dead-reckoned to `now` (another time than the last follow's) from what the game says of it.
-    pub fn tank_at(&self, game: &Game, id: u8, now: Instant) -> Option<SceneTank> {
+    /// Tank `id` of the last [`Scene::follow`], dead-reckoned on to `now` (at its spawn point, at rest, while it
+    /// sent no update).
+    pub fn tank_at(&self, id: u8, now: Instant) -> Option<SceneTank> {
         let phys = self.phys.as_ref()?;
-        let p = game.players.get(&id).filter(|p| p.team != Team::Observer)?;
-        Some(tank_of(game, phys, p, self.remotes.get(&id), now))
+        let mut t = self.tank(id)?.clone();
+        if let Some(r) = self.remotes.get(&id).filter(|_| t.reckoning.is_some()) {
+            let rp = reckon(r, t.flag, phys, now);
+            (t.pose, t.age, t.not_responding) = (rp.pose, rp.age, rp.not_responding);
+        }
+        Some(t)
     }
 
     /// Every live shot with its whole path.
@@ -215,14 +220,19 @@ impl Scene {
     }
 }
 
+/// Where a tank carrying `flag` is at `now` (on the ground a Burrow flag lowers).
+fn reckon(r: &RemoteTank, flag: Option<Abbv>, phys: &Physics, now: Instant) -> RemotePose {
+    let ground = if flag == Some(flag::BURROW) { phys.burrow_depth } else { 0.0 };
+    r.at(now, phys.gravity, ground, phys.not_responding_time)
+}
+
 /// Player `p` at `now`: dead-reckoned from its last update (on the ground a Burrow flag lowers), else at its spawn.
 fn tank_of(game: &Game, phys: &Physics, p: &Player, remote: Option<&RemoteTank>, now: Instant) -> SceneTank {
     let flag_abbv = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv());
     let remote = remote.filter(|r| Some(r.received) == p.last_update.as_ref().map(|u| u.1));
-    let ground = if flag_abbv == Some(flag::BURROW) { phys.burrow_depth } else { 0.0 };
     let (pose, reckoning, age, not_responding) = match remote {
         Some(r) => {
-            let rp = r.at(now, phys.gravity, ground, phys.not_responding_time);
+            let rp = reckon(r, flag_abbv, phys, now);
             (rp.pose, Some(r.reckoning), rp.age, rp.not_responding)
         }
         None => {

@@ -73,9 +73,10 @@ fn tanks_are_reckoned_to_the_time_asked_and_observers_left_out() {
     let still = scene.tank(1).unwrap();
     assert_eq!((still.pose.pos, still.pose.azimuth, still.reckoning), (Vec3::new(1.0, 2.0, 0.0), 0.5, None));
     // Another time than the follow's.
-    let later = scene.tank_at(&game, 3, secs(t0, 2.5)).unwrap();
-    assert!((later.pose.pos.x - 25.0).abs() < 1e-3);
-    assert!(scene.tank_at(&game, 9, t0).is_none());
+    let later = scene.tank_at(3, secs(t0, 2.5)).unwrap();
+    assert!((later.pose.pos.x - 25.0).abs() < 1e-3 && (later.age - 2.5).abs() < 1e-3);
+    assert_eq!(scene.tank_at(1, secs(t0, 2.5)).unwrap().pose, still.pose);
+    assert!(scene.tank_at(9, t0).is_none());
     // Silent past `_notRespondingTime`: flagged, and no longer turning.
     scene.follow(&game, None, secs(t0, 30.0));
     assert!(scene.tank(3).unwrap().not_responding);
