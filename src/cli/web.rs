@@ -45,8 +45,19 @@ struct Server {
     exit_code: Option<u8>,
 }
 
-/// Runs the command; returns the exit code.
-pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool) -> u8 {
+/// Runs `observe --web`; returns the exit code.
+pub fn run(a: ObserveArgs) -> u8 {
+    let filter = match super::event_filter(&a.show, &a.hide) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    match &a.web {
+        Some(web) => observe_web(&a, web, &filter, a.reconnect),
+        None => super::observe::run(a),
+    }
+}
+
+fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool) -> u8 {
     let bind = match web_addr(web) {
         Ok(x) => x,
         Err(e) => {
@@ -196,6 +207,10 @@ impl<'a> WebObservers<'a> {
                 let _ = self.out.flush();
             }
             self.remove_ended();
+            // Worlds the reactor's worker modelled for the view.
+            while let Some((id, result)) = self.reactor.poll_job() {
+                let _ = self.view.on_job(id, result);
+            }
             while let Some(ev) = self.reactor.poll_http_event() {
                 self.view.on_http(&mut self.reactor, ev);
             }
