@@ -311,7 +311,7 @@ impl BotHost {
 
     /// A host on an existing reactor (which may already run sessions and scans of its own).
     pub fn with_reactor(reactor: Reactor, config: HostConfig) -> BotHost {
-        let now = Instant::now();
+        let now = reactor.now();
         BotHost {
             reactor,
             config,
@@ -350,7 +350,7 @@ impl BotHost {
         let si = match self.servers.iter().position(|s| s.addr == server) {
             Some(i) => i,
             None => {
-                let now = Instant::now();
+                let now = self.reactor.now();
                 self.servers.push(ServerSlot {
                     addr: server,
                     eye: if self.config.shared_eye { Eye::Waiting { at: now } } else { Eye::Off },
@@ -370,7 +370,7 @@ impl BotHost {
                 self.servers.len() - 1
             }
         };
-        let now = Instant::now();
+        let now = self.reactor.now();
         let at = self.next_join.max(now);
         self.next_join = at + self.config.join_stagger;
         let seed = config.seed;
@@ -482,6 +482,12 @@ impl BotHost {
         self.reactor.reset_longest_turn();
     }
 
+    /// The game time now: the reactor's clock ([`Reactor::now`]; `Instant::now()` unless the reactor runs at another
+    /// time scale), which every tick, timestamp and event time of the host is on.
+    pub fn now(&self) -> Instant {
+        self.reactor.now()
+    }
+
     /// Seconds since the host started at `at`: the clock of [`View::time`] and of our player updates' timestamps.
     pub fn clock(&self, at: Instant) -> f32 {
         at.saturating_duration_since(self.epoch).as_secs_f32()
@@ -534,7 +540,8 @@ impl BotHost {
     /// world cannot be modelled: that server's bots have stopped and its observer link is leaving; the host
     /// keeps running any other server's bots if turned again.
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
-        let now = Instant::now();
+        let clock = self.reactor.clock();
+        let now = clock.now();
         let mut wake = self.next_tick;
         for (_, b) in &self.bots {
             if b.state == BotState::Waiting || b.state == BotState::Yielded {
@@ -554,16 +561,16 @@ impl BotHost {
         if let Some(last) = self.last_poll {
             let idle = (last + self.config.poll_interval).saturating_duration_since(now).min(wait);
             if !idle.is_zero() {
-                std::thread::sleep(idle);
+                std::thread::sleep(clock.to_real(idle));
                 wait = wait.saturating_sub(idle);
             }
         }
         self.reactor.turn(Some(wait))?;
         let work_started = Instant::now();
-        self.last_poll = Some(work_started);
+        self.last_poll = Some(clock.at(work_started));
         self.take_worlds();
         self.route_events();
-        let now = Instant::now();
+        let now = clock.now();
         self.start_due(now);
         if now >= self.next_tick {
             let started = Instant::now();
@@ -589,10 +596,11 @@ impl BotHost {
         }
     }
 
-    /// Runs turns until `deadline` or until every bot is done. Returns true when all are done.
+    /// Runs turns until `deadline` (game time, [`BotHost::now`]) or until every bot is done. Returns true when
+    /// all are done.
     pub fn run_until(&mut self, deadline: Instant) -> io::Result<bool> {
         while !self.is_done() {
-            let now = Instant::now();
+            let now = self.reactor.now();
             if now >= deadline {
                 return Ok(false);
             }
@@ -864,7 +872,7 @@ impl BotHost {
                 debug!(job = id.0, "a job of the reactor's worker that is not the host's; dropped");
                 continue;
             };
-            let at = Instant::now();
+            let at = self.reactor.now();
             let result = match result.downcast::<Result<Arc<WorldModel>, String>>() {
                 Ok(r) => *r,
                 Err(_) => Err("modelling the world failed (a bug: the model builder panicked)".to_string()),

@@ -4,8 +4,8 @@
 //! Per tick, in the client's order: step the tank (teleports, deaths by water or a death driver, the end of an
 //! explosion and the `MsgAlive` that follows), detect hits on our tank (§9.6: `MsgShotEnd` then `MsgKilled`,
 //! dropping the flag first, within the server's end-shot balance), steamrollers, grab flags within reach (at most
-//! every 0.2 s, never our own team flag), capture, shake off sticky flags, drop on request, fire (an update right
-//! before every `MsgShotBegin`), then the update send rule (§9.3).
+//! every 0.2 s, never our own team flag), capture (an update right before every `MsgCaptureFlag`), shake off sticky
+//! flags, drop on request, fire (an update right before every `MsgShotBegin`), then the update send rule (§9.3).
 //!
 //! Events of the bot's own session keep the tank in step with the server: our spawn, our death (a kill reported by
 //! the server, or our team flag captured), flags grabbed, dropped, stolen and captured.
@@ -300,6 +300,11 @@ impl Pilot {
             }
             if clock - self.last_capture > 0.25 {
                 if let Some(m) = self.flags.capture(&self.tank, self.team, world) {
+                    // bzfs checks a capture against the position of our last update (`captureFlag`, bzfs.cxx):
+                    // updates go out only when dead reckoning drifts (§9.3), so the last one was usually sent
+                    // before we reached the base, and the server logged "might have tried to capture ... without
+                    // reaching their own base". An update first puts us on the base in the server's eyes.
+                    self.update_now(sh, me);
                     self.out.push(m);
                     self.last_capture = clock;
                 }
@@ -316,11 +321,7 @@ impl Pilot {
             if fire && self.tank.can_fire() {
                 let muzzle = self.tank.muzzle(self.team);
                 if let Ok(info) = self.gun.fire(clock, me, &muzzle, phys) {
-                    let state = self.tank.own_state();
-                    let upd = self.updates.before_shot(now, me, clock, &state, phys, &world.physics_drivers);
-                    self.tank.take_sounds();
-                    self.stats.updates += 1;
-                    self.out.push(upd);
+                    self.update_now(sh, me);
                     let shot = ClientMsg::ShotBegin(info);
                     self.credit.record(&shot, self.tank.flag);
                     self.out.push(shot);
@@ -343,6 +344,16 @@ impl Pilot {
             self.stats.updates += 1;
             self.out.push(m);
         }
+    }
+
+    /// An update of our tank as it is, sent whatever the send rule says: before a shot or a capture, which the
+    /// server checks against our last update.
+    fn update_now(&mut self, sh: &Shared<'_>, me: u8) {
+        let state = self.tank.own_state();
+        let upd = self.updates.before_shot(sh.now, me, sh.clock, &state, sh.phys, &sh.world.physics_drivers);
+        self.tank.take_sounds();
+        self.stats.updates += 1;
+        self.out.push(upd);
     }
 
     fn send_all(&mut self, msgs: Vec<ClientMsg>) {

@@ -1,6 +1,10 @@
-//! `bzhead bot KIND[,KIND...] [--count N] [--team T] [--for SECONDS] [--json] HOST[:PORT]`: bots from
-//! [`bzhead::bot::brains`] on a server, with the observer's events (text or JSON lines) and a line for everything
-//! that happens to a bot.
+//! `bzhead bot KIND[,KIND...] [--count N] [--team T] [--for SECONDS] [--time-scale K] [--json] HOST[:PORT]`: bots
+//! from [`bzhead::bot::brains`] on a server, with the observer's events (text or JSON lines) and a line for
+//! everything that happens to a bot.
+//!
+//! With `--time-scale K` the bots play on a server that runs K times as fast as real time (`faketime -f '+0 xK'
+//! bzfs ...`, see `docs/time-warp.md`): every time of the command (ticks, `--for`, event times, the summary's
+//! rates) is game time.
 
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -10,6 +14,7 @@ use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionEnd;
 use bzhead::observer::{format_t, json_line, text_line, Filter};
+use bzhead::reactor::{Reactor, ReactorOptions};
 
 use super::exit::{CONNECT, KICKED, OK, PROTOCOL, REJECTED, USAGE};
 
@@ -30,9 +35,13 @@ pub struct BotArgs {
     /// Callsign prefix (a number is added: hunter1, hunter2, ...; default: the kind).
     #[arg(long)]
     callsign: Option<String>,
-    /// Leave cleanly after this many seconds.
+    /// Leave cleanly after this many seconds (of game time).
     #[arg(long = "for", value_name = "SECONDS", value_parser = bzhead::args::seconds(0.0))]
     for_secs: Option<f64>,
+    /// Play K times as fast as real time, on a server that runs K times as fast (under `faketime -f '+0 xK'`;
+    /// 1/64 to 64). Ticks, timers, event times and --for are in game time.
+    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = bzhead::args::float(1.0 / 64.0, 64.0))]
+    time_scale: f64,
     /// Print JSON lines instead of text.
     #[arg(long)]
     json: bool,
@@ -131,10 +140,15 @@ fn start(a: &BotArgs) -> Result<Bots, u8> {
         record: a.record.clone(),
         ..HostConfig::default()
     };
-    let mut host = BotHost::new(config).map_err(|e| {
+    let reactor = Reactor::with_options(ReactorOptions { time_scale: a.time_scale }).map_err(|e| {
         eprintln!("bzhead: cannot start the event loop: {e}");
-        PROTOCOL
+        if e.kind() == io::ErrorKind::InvalidInput {
+            USAGE
+        } else {
+            PROTOCOL
+        }
     })?;
+    let mut host = BotHost::with_reactor(reactor, config);
     let mut names = Vec::new();
     for i in 0..a.count {
         let kind = &kinds[i as usize % kinds.len()];
@@ -187,7 +201,8 @@ pub fn run(a: BotArgs) -> u8 {
     // Ctrl-C, SIGTERM and SIGHUP make every bot leave cleanly; a second one quits at once.
     let sig_rx = super::leave_on_signals(host.reactor().waker());
 
-    let start = Instant::now();
+    // Game time throughout (the reactor's clock; real time at --time-scale 1).
+    let start = host.now();
     let deadline = a.for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -196,7 +211,7 @@ pub fn run(a: BotArgs) -> u8 {
     let mut eye_joined = false;
     let mut code = OK;
     loop {
-        let wait = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(Duration::from_secs(1));
+        let wait = deadline.map(|d| d.saturating_duration_since(host.now())).unwrap_or(Duration::from_secs(1));
         match host.turn(Some(wait.min(Duration::from_secs(1)))) {
             Ok(()) => {}
             // A world the bots cannot play on (too big to model, say): their bots are stopped; say why and leave.
@@ -205,7 +220,7 @@ pub fn run(a: BotArgs) -> u8 {
                 code = PROTOCOL;
                 if leaving_since.is_none() {
                     host.leave_all();
-                    leaving_since = Some(Instant::now());
+                    leaving_since = Some(host.now());
                 }
             }
             Err(e) => {
@@ -224,7 +239,7 @@ pub fn run(a: BotArgs) -> u8 {
                             eprintln!("bzhead: {}", bzhead::text::for_terminal(reason));
                             code = CONNECT;
                             host.leave_all();
-                            leaving_since = Some(Instant::now());
+                            leaving_since = Some(host.now());
                         }
                         _ => {}
                     }
@@ -251,26 +266,26 @@ pub fn run(a: BotArgs) -> u8 {
             let _ = out.flush();
         }
         let signalled = sig_rx.try_recv().is_ok();
-        if leaving_since.is_none() && (signalled || deadline.is_some_and(|d| Instant::now() >= d)) {
+        if leaving_since.is_none() && (signalled || deadline.is_some_and(|d| host.now() >= d)) {
             host.leave_all();
-            leaving_since = Some(Instant::now());
+            leaving_since = Some(host.now());
         }
         // Every bot gave up (kicked, rejected, bots disabled): nothing left to do.
         if let Some((c, why)) = all_stopped(&host).filter(|_| leaving_since.is_none()) {
             code = c;
             eprintln!("bzhead: every bot stopped: {}", bzhead::text::for_terminal(&why));
             host.leave_all();
-            leaving_since = Some(Instant::now());
+            leaving_since = Some(host.now());
         }
         if let Some(t) = leaving_since {
-            if host.is_done() || t.elapsed() > Duration::from_secs(3) {
+            if host.is_done() || host.now().saturating_duration_since(t) > Duration::from_secs(3) {
                 break;
             }
         }
     }
     let _ = out.flush();
     drop(out);
-    summary(&host, &names, start.elapsed());
+    summary(&host, &names, host.now().saturating_duration_since(start));
     if a.stats {
         tick_stats(&host);
     }

@@ -173,7 +173,7 @@ impl Reactor {
 
     /// Answers the request of `conn` (`HEAD` gets the head only).
     pub fn http_respond(&mut self, conn: HttpConnId, resp: &Response) {
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(c) = self.http_conn_mut(conn) {
             let head_only = c.method == Method::Head;
             c.http.respond(now, resp, head_only);
@@ -185,7 +185,7 @@ impl Reactor {
     /// true when it is a stream: false for a `HEAD` request (answered with the head alone), for a stream past the
     /// listener's or the peer's cap (answered `503` and closed), and for a connection that is gone.
     pub fn http_stream(&mut self, conn: HttpConnId, head: &[u8]) -> bool {
-        let now = Instant::now();
+        let now = self.clock.now();
         let Some(c) = self.http.conns.get_mut(conn.key).filter(|c| c.generation == conn.generation) else {
             return false;
         };
@@ -218,7 +218,7 @@ impl Reactor {
     /// Pushes bytes to a stream. Never blocks: returns false, and drops the connection, when they would pass the
     /// stream's bound (the reader stopped reading); false too when the connection is gone.
     pub fn http_push(&mut self, conn: HttpConnId, bytes: &[u8]) -> bool {
-        let now = Instant::now();
+        let now = self.clock.now();
         let ok = match self.http_conn_mut(conn) {
             Some(c) => c.http.push(now, bytes),
             None => return false,
@@ -229,7 +229,7 @@ impl Reactor {
 
     /// Closes a connection.
     pub fn http_close(&mut self, conn: HttpConnId) {
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(c) = self.http_conn_mut(conn) {
             c.http.close();
         }

@@ -40,10 +40,13 @@ use crate::cache::WorldCache;
 use crate::record::{Kind, Meta, Recorder};
 
 #[forbid(unsafe_code)]
+mod clock;
+#[forbid(unsafe_code)]
 mod http;
 mod scan_io;
 #[forbid(unsafe_code)]
 mod worker;
+pub use clock::{Clock, TIME_SCALE_RANGE};
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
 pub use worker::{JobId, JobPanicked, JobResult};
@@ -167,11 +170,33 @@ pub struct Reactor {
     /// The time the last turn spent working.
     last_turn: Duration,
     http: http::HttpSide,
+    /// Game time (see [`Clock`]).
+    clock: Clock,
+}
+
+/// Options of a [`Reactor`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReactorOptions {
+    /// How many times as fast as real time the reactor's clock runs (default 1; 1/64 to 64, see
+    /// [`TIME_SCALE_RANGE`]): for sessions on a `bzfs` that runs under `faketime -f '+0 xK'`. See [`Clock`].
+    pub time_scale: f64,
+}
+
+impl Default for ReactorOptions {
+    fn default() -> Self {
+        ReactorOptions { time_scale: 1.0 }
+    }
 }
 
 impl Reactor {
-    /// A new reactor.
+    /// A new reactor on real time.
     pub fn new() -> io::Result<Reactor> {
+        Reactor::with_options(ReactorOptions::default())
+    }
+
+    /// A new reactor with `options`; fails (`InvalidInput`) on a time scale out of [`TIME_SCALE_RANGE`].
+    pub fn with_options(options: ReactorOptions) -> io::Result<Reactor> {
+        let clock = Clock::scaled(options.time_scale)?;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         Ok(Reactor {
@@ -197,7 +222,30 @@ impl Reactor {
             admitting: false,
             pending_store_bytes: 0,
             http: http::HttpSide::default(),
+            clock,
         })
+    }
+
+    /// The game time now ([`Clock::now`]): what the reactor's engines, timers and events are on. At a time scale
+    /// of 1 it is `Instant::now()`.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// The reactor's clock (a copy, to convert between game time and real time).
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// How many times as fast as real time the reactor's clock runs.
+    pub fn time_scale(&self) -> f64 {
+        self.clock.scale()
+    }
+
+    /// Changes the time scale from now on ([`Clock::set_scale`]): game time goes on from where it is; deadlines
+    /// already set keep their game time. Fails (`InvalidInput`, nothing changed) out of [`TIME_SCALE_RANGE`].
+    pub fn set_time_scale(&mut self, scale: f64) -> io::Result<()> {
+        self.clock.set_scale(scale)
     }
 
     /// A waker that interrupts [`Reactor::turn`] from another thread (e.g. a stdin reader).
@@ -245,7 +293,7 @@ impl Reactor {
         config: SessionConfig,
         options: SessionOptions,
     ) -> io::Result<SessionId> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let recorder = match &options.record {
             Some(p) => Some(
                 Recorder::create(p, &Meta::new(&server.to_string(), &config), now)
@@ -296,7 +344,7 @@ impl Reactor {
     }
 
     /// A session's per-player network diagnostics ([`Session::net_stats`]), read in place (no copy of the
-    /// engine): `reactor.net_stats(id).map(|n| n.snapshot(Instant::now()))`.
+    /// engine): `reactor.net_stats(id).map(|n| n.snapshot(reactor.now()))`.
     pub fn net_stats(&self, id: SessionId) -> Option<&crate::bzflag::netstats::NetStats> {
         self.conns.get(id.0).map(|c| c.session.net_stats())
     }
@@ -304,7 +352,7 @@ impl Reactor {
     /// Asks a session's server for `/lagstats` ([`Session::request_lag_stats`]); the reply feeds
     /// [`Reactor::net_stats`].
     pub fn request_lag_stats(&mut self, id: SessionId) {
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(c) = self.conns.get_mut(id.0) {
             if let Some(r) = &mut c.recorder {
                 // Replayed as the same request (a chat record to the server saying exactly "/lagstats").
@@ -360,7 +408,7 @@ impl Reactor {
 
     /// Sends chat through a session (recorded for replay).
     pub fn send_chat(&mut self, id: SessionId, to: u8, text: &str) {
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(c) = self.conns.get_mut(id.0) {
             if let Some(r) = &mut c.recorder {
                 let mut d = vec![to];
@@ -374,7 +422,7 @@ impl Reactor {
 
     /// Leaves the game (`MsgExit`) and closes the session (recorded for replay).
     pub fn leave(&mut self, id: SessionId) {
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(c) = self.conns.get_mut(id.0) {
             if let Some(r) = &mut c.recorder {
                 r.record(Kind::Leave, now, &[]);
@@ -387,7 +435,7 @@ impl Reactor {
     /// Runs `f` on a session (commands that need no recording, e.g. a bot's controls), then sends what it
     /// produced.
     pub fn with_session<R>(&mut self, id: SessionId, f: impl FnOnce(&mut Session, Instant) -> R) -> Option<R> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let r = self.conns.get_mut(id.0).map(|c| f(&mut c.session, now));
         self.pump(id.0, now);
         r
@@ -400,8 +448,10 @@ impl Reactor {
 
     /// One turn of the loop: waits for readiness, the earliest deadline or `max_wait`, whichever comes first, then
     /// handles everything that is ready. Returns early when woken by the [`Reactor::waker`].
+    ///
+    /// Deadlines and `max_wait` are in game time ([`Reactor::now`]); the wait is converted to real time.
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let next = [self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline(), self.http_deadline()]
             .into_iter()
             .flatten()
@@ -412,14 +462,10 @@ impl Reactor {
             (a, b) => a.or(b),
         };
         let timeout = if self.backlog.is_empty() { timeout } else { Some(Duration::ZERO) };
-        loop {
-            match self.poll.poll(&mut self.events, timeout) {
-                Ok(()) => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        let now = Instant::now();
+        self.wait(timeout.map(|t| self.clock.to_real(t)))?;
+        // The one read of the clock for the rest of the turn.
+        let real = Instant::now();
+        let now = self.clock.at(real);
         self.take_jobs(now);
         let mut ready: Vec<(Token, bool, bool)> =
             self.events.iter().map(|e| (e.token(), e.is_readable() || e.is_read_closed(), e.is_writable())).collect();
@@ -495,9 +541,43 @@ impl Reactor {
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
         self.fire_http_timers(now);
-        self.last_turn = now.elapsed();
+        self.last_turn = real.elapsed();
         self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())
+    }
+
+    /// Waits for readiness for up to `timeout` of real time. mio rounds a timeout up to whole milliseconds (a
+    /// 4.125 ms wait, a 33 ms tick at K = 8, would take 5 ms); on a scaled clock the whole milliseconds are
+    /// waited in the poll and the rest, when nothing came, in a sleep and a poll that does not wait, so that ticks
+    /// keep their time to the microsecond and no wait becomes a busy poll. At K = 1 the poll waits as it always
+    /// did.
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let Some(t) = timeout.filter(|t| self.clock.scale() != 1.0 && t.subsec_nanos() % 1_000_000 != 0) else {
+            return self.poll_once(timeout);
+        };
+        let started = Instant::now();
+        let whole = Duration::from_millis(u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+        if !whole.is_zero() {
+            self.poll_once(Some(whole))?;
+            if !self.events.is_empty() {
+                return Ok(());
+            }
+        }
+        let left = t.saturating_sub(started.elapsed());
+        if !left.is_zero() {
+            std::thread::sleep(left);
+        }
+        self.poll_once(Some(Duration::ZERO))
+    }
+
+    fn poll_once(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        loop {
+            match self.poll.poll(&mut self.events, timeout) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Answers the cache lookups of waiting sessions while fewer than [`MAX_WORLDS_IN_FLIGHT`] fetch a world:
@@ -553,11 +633,11 @@ impl Reactor {
         }
     }
 
-    /// Runs turns until every session is done or `deadline` passes; events stay queued for
-    /// [`Reactor::poll_event`]. Returns true when all sessions are done.
+    /// Runs turns until every session is done or `deadline` (game time, [`Reactor::now`]) passes; events stay
+    /// queued for [`Reactor::poll_event`]. Returns true when all sessions are done.
     pub fn run_until_done(&mut self, deadline: Instant) -> io::Result<bool> {
         while !self.all_done() {
-            let now = Instant::now();
+            let now = self.clock.now();
             if now >= deadline {
                 return Ok(false);
             }

@@ -138,13 +138,13 @@ impl ScanConn {
 
     /// Reads what waits on the scan's sockets into the scan (at most [`QUERY_READ_BUDGET`] datagrams a socket);
     /// returns the sockets where more is left.
-    fn read(&mut self, which: [bool; 2], now: Instant) -> [bool; 2] {
+    fn read(&mut self, which: [bool; 2], now: Instant, clock: &super::Clock) -> [bool; 2] {
         let ScanConn { scan, v4, v6, recv, no_hold, .. } = self;
         let batch = recv.get_or_insert_with(|| Box::new(RecvBatch::new()));
         let mut left = [false; 2];
         for (fam, s) in [v4.as_mut(), v6.as_mut()].into_iter().enumerate() {
             if let (Some(s), true) = (s, which[fam]) {
-                left[fam] = read_query_socket(scan, s, batch, no_hold, now);
+                left[fam] = read_query_socket(scan, s, batch, no_hold, now, clock);
             }
         }
         left
@@ -193,7 +193,7 @@ impl Reactor {
             hold: None,
             no_hold: false,
         }));
-        self.pump_scan(id, Instant::now());
+        self.pump_scan(id, self.clock.now());
         id
     }
 
@@ -204,7 +204,7 @@ impl Reactor {
 
     /// Runs `f` on a scan (e.g. to add targets), then sends what it produced.
     pub fn with_scan<R>(&mut self, id: ScanId, f: impl FnOnce(&mut Scan, Instant) -> R) -> Option<R> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let r = self.scans.get_mut(id.0).map(|s| f(&mut s.scan, now));
         self.pump_scan(id, now);
         r
@@ -262,9 +262,10 @@ impl Reactor {
 
     /// A scan's socket is ready.
     pub(super) fn on_query_udp_ready(&mut self, id: ScanId, v6: bool, now: Instant, readable: bool, writable: bool) {
+        let clock = self.clock;
         let Some(sc) = self.scans.get_mut(id.0) else { return };
         if readable {
-            let left = sc.read([!v6, v6], now);
+            let left = sc.read([!v6, v6], now, &clock);
             let token = if v6 { sc.v6.as_ref() } else { sc.v4.as_ref() }.map(|s| s.token);
             if let (true, Some(t)) = (left[usize::from(v6)], token) {
                 self.backlog.push(t);
@@ -278,6 +279,7 @@ impl Reactor {
 
     /// Fires the due scan deadlines; returns nothing (scans are pumped here).
     pub(super) fn fire_scan_timers(&mut self, now: Instant) {
+        let clock = self.clock;
         let due: Vec<usize> = self
             .scans
             .iter_mut()
@@ -288,7 +290,7 @@ impl Reactor {
                 // Replies that waited unread come first: no deadline may overtake a reply that was already there.
                 let mut more = false;
                 if s.hold.take().is_some() {
-                    let left = s.read([true, true], now);
+                    let left = s.read([true, true], now, &clock);
                     for (fam, sock) in [s.v4.as_ref(), s.v6.as_ref()].into_iter().enumerate() {
                         if let (true, Some(sock)) = (left[fam], sock) {
                             self.backlog.push(sock.token);
@@ -589,6 +591,7 @@ fn read_query_socket(
     batch: &mut RecvBatch,
     no_hold: &mut bool,
     now: Instant,
+    clock: &super::Clock,
 ) -> bool {
     let mut read = 0;
     loop {
@@ -622,7 +625,14 @@ fn read_query_socket(
                         (Some(w), Some(at)) => w.duration_since(at).unwrap_or(Duration::ZERO).min(oldest),
                         _ => Duration::ZERO,
                     };
-                    scan.handle_datagram_received(now, mono.checked_sub(age).unwrap_or(mono), from, data);
+                    // `mono` and `age` are real time; the scan is on the reactor's (game) time.
+                    let game = clock.at(mono);
+                    scan.handle_datagram_received(
+                        now,
+                        game.checked_sub(clock.to_game(age)).unwrap_or(game),
+                        from,
+                        data,
+                    );
                 }
                 // A short batch means the socket was empty; every later datagram raises a new event.
                 if n < BATCH {
