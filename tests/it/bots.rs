@@ -185,6 +185,9 @@ fn a_capper_brings_the_enemy_flag_home_and_the_team_score_rises() {
     assert!(team_wins(&after.stdout, "red").is_some_and(|w| w >= 1), "{}", after.describe());
     leave(&mut host);
     assert_clean_log(&bzfs);
+    // The capture came right after an update on our base (bzfs checks the capture against the last update).
+    let log = bzfs.log();
+    assert!(!log.contains("without reaching"), "bzfs saw the capture off the base:\n{log}");
 }
 
 #[test]

@@ -30,4 +30,5 @@ mod query_servers;
 mod reactor;
 mod schemas;
 mod web;
+mod warp;
 mod world;

@@ -26,13 +26,23 @@ pub struct BzfsBuilder {
     port: Option<u16>,
     debug_level: u8,
     ready_timeout: Duration,
+    time_scale: Option<f64>,
 }
 
 impl Default for BzfsBuilder {
     fn default() -> Self {
-        BzfsBuilder { args: Vec::new(), port: None, debug_level: 2, ready_timeout: Duration::from_secs(15) }
+        BzfsBuilder {
+            args: Vec::new(),
+            port: None,
+            debug_level: 2,
+            ready_timeout: Duration::from_secs(15),
+            time_scale: None,
+        }
     }
 }
+
+/// Debian's libfaketime (package `libfaketime`), preloaded to run bzfs faster than real time.
+pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 impl BzfsBuilder {
     /// One extra command-line argument, passed after `-i 127.0.0.1 -p PORT`.
@@ -95,6 +105,14 @@ impl BzfsBuilder {
         self
     }
 
+    /// Runs the server `k` times as fast as real time: libfaketime preloaded with `FAKETIME='+0 xK'` (what
+    /// `faketime -f '+0 xK' bzfs ...` does, with bzfs itself as the child, so that dropping it kills the server).
+    /// Its log and readiness wait stay in real time.
+    pub fn time_scale(mut self, k: f64) -> Self {
+        self.time_scale = Some(k);
+        self
+    }
+
     /// How long to wait for the server to become ready (default 15 s).
     pub fn ready_timeout(mut self, timeout: Duration) -> Self {
         self.ready_timeout = timeout;
@@ -141,6 +159,10 @@ impl BzfsBuilder {
         cmd.args(["-i", "127.0.0.1", "-p", &port.to_string()]);
         cmd.args(&self.args);
         cmd.args(std::iter::repeat_n("-d", usize::from(self.debug_level)));
+        if let Some(k) = self.time_scale {
+            super::require_program(LIBFAKETIME);
+            cmd.env("LD_PRELOAD", LIBFAKETIME).env("FAKETIME", format!("+0 x{k}"));
+        }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let command_line = format!("{cmd:?}");
         let mut child = cmd.spawn().map_err(|e| (false, format!("cannot start {command_line}: {e}")))?;
