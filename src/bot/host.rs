@@ -24,6 +24,9 @@
 //!   in the team of one of our bots), our most recently joined bot leaves; it comes back when the slots are free
 //!   again.
 //!
+//! The host runs on its reactor's clock ([`BotHost::now`]): the tick, the stagger, the back-offs and every event
+//! time are game time, K times as fast as real time on a reactor with a time scale K (`docs/time-warp.md`).
+//!
 //! Events of other sessions on the same reactor (observers, queries) and of the scans on it are left for their
 //! owners: see [`HostEvent::Session`] and [`Reactor::poll_scan_event`].
 

@@ -13,6 +13,11 @@
 //!
 //! Every input an engine gets can be written to a recording ([`crate::record`]).
 //!
+//! The clock read once a turn is game time ([`Clock`]): real time by default, K times as fast with
+//! [`ReactorOptions::time_scale`] (for a `bzfs` run under `faketime -f '+0 xK'`, see `docs/time-warp.md`). Every
+//! `now` handed out and every deadline is game time; the poll's wait is converted back to real time (wait / K, to
+//! the microsecond).
+//!
 //! Work whose size a peer controls does not run in a turn: world-cache reads and writes, and the jobs of
 //! [`Reactor::submit`] (the bot host models worlds there), run on one worker thread whose results come back
 //! through the poll (its `mio::Waker`). At most [`MAX_WORLDS_IN_FLIGHT`] sessions fetch a world at once.

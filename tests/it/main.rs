@@ -29,6 +29,6 @@ mod query_master;
 mod query_servers;
 mod reactor;
 mod schemas;
-mod web;
 mod warp;
+mod web;
 mod world;
