@@ -144,6 +144,21 @@ fn two_hunters_kill_each_other_respawn_and_go_on() {
     );
 }
 
+/// A red capper (returned) and a green sitter, for `server`.
+pub fn add_capper_and_sitter(host: &mut BotHost, server: std::net::SocketAddr) -> BotId {
+    let capper = host.add_bot(
+        server,
+        BotConfig { callsign: "capper".into(), team: Team::Red, ..BotConfig::default() },
+        Box::new(Capper::new(7)),
+    );
+    host.add_bot(
+        server,
+        BotConfig { callsign: "sitter".into(), team: Team::Green, ..BotConfig::default() },
+        Box::new(Sitter),
+    );
+    capper
+}
+
 fn team_wins(out: &str, team: &str) -> Option<u64> {
     let v: Value = serde_json::from_str(out.trim()).ok()?;
     v["raw"]["teams"].as_array()?.iter().find(|t| t["team"] == team).and_then(|t| t["wins"].as_u64())
@@ -158,16 +173,7 @@ fn a_capper_brings_the_enemy_flag_home_and_the_team_score_rises() {
         .world(world_file("testdata/worlds/ctf-small.bzw"))
         .start();
     let mut host = BotHost::new(HostConfig::default()).expect("host");
-    let capper = host.add_bot(
-        bzfs.addr(),
-        BotConfig { callsign: "capper".into(), team: Team::Red, ..BotConfig::default() },
-        Box::new(Capper::new(7)),
-    );
-    host.add_bot(
-        bzfs.addr(),
-        BotConfig { callsign: "sitter".into(), team: Team::Green, ..BotConfig::default() },
-        Box::new(Sitter),
-    );
+    let capper = add_capper_and_sitter(&mut host, bzfs.addr());
     let before = run_bzhead(["query", "bzflag", "--json", &bzfs.host_port()], Duration::from_secs(10));
     assert_eq!(team_wins(&before.stdout, "red"), Some(0), "{}", before.describe());
     let mut captured = false;

@@ -6,13 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use bzhead::bot::brains::{self, Capper, Sitter};
+use bzhead::bot::brains;
 use bzhead::bot::{BotConfig, BotEvent, BotHost, HostConfig, HostEvent};
 use bzhead::bzflag::consts::Team;
 use bzhead::bzflag::event::Event;
 use bzhead::reactor::{Reactor, ReactorOptions};
 
-use crate::bots::{open_world, BAD};
+use crate::bots::{add_capper_and_sitter, open_world, BAD};
 use crate::support::{Bzfs, BzfsBuilder, TempDir};
 
 /// What bzfs logs when a capture comes from a player whose last update was off its base (`captureFlag`).
@@ -173,16 +173,7 @@ fn a_capture_at_eight_times_real_time_is_on_the_base_in_the_servers_eyes() {
     let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/worlds/ctf-small.bzw");
     let builder = Bzfs::builder().ctf().max_shots(2).max_players("0,3,3,0,0,3").world(world);
     let (bzfs, mut host) = server_and_host(8.0, builder);
-    host.add_bot(
-        bzfs.addr(),
-        BotConfig { callsign: "capper".into(), team: Team::Red, ..BotConfig::default() },
-        Box::new(Capper::new(7)),
-    );
-    host.add_bot(
-        bzfs.addr(),
-        BotConfig { callsign: "sitter".into(), team: Team::Green, ..BotConfig::default() },
-        Box::new(Sitter),
-    );
+    add_capper_and_sitter(&mut host, bzfs.addr());
     // 150 game-seconds (as the k = 1 capper test allows), under 20 wall-seconds.
     let g = play(
         &mut host,
