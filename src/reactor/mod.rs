@@ -1163,6 +1163,33 @@ mod tests {
         assert!(most_timers <= 4, "{most_timers} timer entries");
     }
 
+    /// A wait of game time lasts game / K of real time, and never ends before its game time has passed.
+    #[test]
+    fn a_scaled_reactor_waits_game_time_over_the_scale() {
+        assert_eq!(
+            Reactor::with_options(ReactorOptions { time_scale: 0.0 }).err().map(|e| e.kind()),
+            Some(io::ErrorKind::InvalidInput)
+        );
+        let mut r = Reactor::with_options(ReactorOptions { time_scale: 8.0 }).unwrap();
+        assert!(r.set_time_scale(f64::NAN).is_err() && r.time_scale() == 8.0);
+        let tick = Duration::from_micros(33_333);
+        let (game0, wall0) = (r.now(), Instant::now());
+        let mut turns = 0;
+        for i in 1..=10 {
+            let due = game0 + tick * i;
+            while r.now() < due {
+                r.turn(Some(due.saturating_duration_since(r.now()))).unwrap();
+                turns += 1;
+            }
+        }
+        // No busy poll: a turn per tick, or two when a wait ends a hair early.
+        assert!(turns <= 20, "{turns} turns for 10 waits");
+        let (game, wall) = (r.now() - game0, wall0.elapsed());
+        assert!(game >= tick * 10, "{game:?}");
+        // 41.7 ms of real time; at K = 1 it would be 333 ms.
+        assert!(wall >= tick * 10 / 8 && wall < tick * 10 / 2, "{wall:?} of real time for {game:?} of game time");
+    }
+
     #[test]
     fn udp_ports_bzfs_ignores_are_avoided() {
         assert!(!udp_port_usable(1024));
