@@ -46,7 +46,7 @@ mod scan_io;
 mod worker;
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
-pub use worker::{JobId, JobPanicked, JobResult};
+pub use worker::{JobId, JobPanicked, JobResult, Lane};
 
 /// Time allowed for a TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -210,6 +210,13 @@ impl Reactor {
     /// woken and its result waits for [`Reactor::poll_job`].
     pub fn submit(&mut self, job: impl FnOnce() -> JobResult + Send + 'static) -> JobId {
         self.worker.submit(job)
+    }
+
+    /// Runs `job` on the worker's `lane` (a thread of its own: a job that may block, such as a database write or
+    /// an HTTP fetch, never holds up the main lane's). Its result comes back through [`Reactor::poll_job`] like
+    /// those of [`Reactor::submit`].
+    pub fn submit_on(&mut self, lane: Lane, job: impl FnOnce() -> JobResult + Send + 'static) -> JobId {
+        self.worker.submit_on(lane, job)
     }
 
     /// A finished job of [`Reactor::submit`] (a job that panicked gives [`JobPanicked`]).

@@ -18,6 +18,7 @@ mod hostile_scan;
 mod hostile_worlds;
 mod install;
 mod monitor;
+mod monitor_hostile;
 mod monitor_masters;
 mod netstats;
 mod observe;
