@@ -244,20 +244,26 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
     Running::start(&a, settings)?.run()
 }
 
+/// Where the history goes: the database file, its retention, the bound of the rounds waiting for it.
+#[derive(Clone)]
+struct DbPlace {
+    path: PathBuf,
+    retention: Retention,
+    max_queued_bytes: usize,
+}
+
 /// What the options and the configuration file ask for, checked.
 struct Settings {
-    db: PathBuf,
+    db: DbPlace,
     http: Option<String>,
     interval: Duration,
     set: PluginSet,
     started: Instant,
     sources: Sources,
-    retention: Retention,
     mcfg: MonitorConfig,
     rate: u32,
     policy: MasterPolicy,
     scan_cfg: ScanConfig,
-    max_queued_bytes: usize,
 }
 
 impl Settings {
@@ -324,20 +330,8 @@ impl Settings {
             retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
             ..ScanConfig::default()
         };
-        Ok(Settings {
-            db,
-            http,
-            interval,
-            set,
-            started,
-            sources,
-            retention,
-            mcfg,
-            rate,
-            policy,
-            scan_cfg,
-            max_queued_bytes,
-        })
+        let db = DbPlace { path: db, retention, max_queued_bytes };
+        Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg })
     }
 }
 
@@ -356,7 +350,7 @@ struct Running<'a> {
     /// The database, while no write job holds it.
     db: Option<Box<Database>>,
     /// Its file and retention (to start afresh after a write job that panicked).
-    db_path: (PathBuf, Retention),
+    db_place: DbPlace,
     /// Rounds waiting to be written.
     queue: WriteQueue,
     /// The write job running.
@@ -382,25 +376,12 @@ struct Running<'a> {
 impl<'a> Running<'a> {
     /// Loads the database and starts the reactor and the HTTP listener.
     fn start(a: &'a MonitorArgs, s: Settings) -> Result<Running<'a>, (u8, String)> {
-        let Settings {
-            db,
-            http,
-            interval,
-            set,
-            started,
-            sources,
-            retention,
-            mcfg,
-            rate,
-            policy,
-            scan_cfg,
-            max_queued_bytes,
-        } = s;
+        let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg } = s;
         let Sources { targets, joins, http_masters } = sources;
         // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
-        let loaded = store::open(&db)
+        let loaded = store::open(&db.path)
             .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points).map_err(store::OpenError::from))
-            .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.display())))?;
+            .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.path.display())))?;
         info!(servers = loaded.servers.len(), next_event = loaded.next_event_id, "monitor database loaded");
         let monitor = Monitor::restore(mcfg, loaded);
 
@@ -429,9 +410,9 @@ impl<'a> Running<'a> {
             http_masters,
             monitor,
             reactor,
-            db: Some(Box::new(Database::new(db.clone(), retention, unix_now))),
-            db_path: (db, retention),
-            queue: WriteQueue::new(max_queued_bytes),
+            db: Some(Box::new(Database::new(db.path.clone(), db.retention, unix_now))),
+            queue: WriteQueue::new(db.max_queued_bytes),
+            db_place: db,
             write_job: None,
             write_retry_at: None,
             fetch_jobs: Vec::new(),
@@ -537,7 +518,7 @@ impl<'a> Running<'a> {
                     // A write job that panicked lost its database and its rounds: the next job opens it again.
                     Err(_) => {
                         error!("monitor database: a write job failed; its rounds are lost");
-                        let (path, retention) = self.db_path.clone();
+                        let DbPlace { path, retention, .. } = self.db_place.clone();
                         self.db = Some(Box::new(Database::new(path, retention, unix_now)));
                     }
                 }

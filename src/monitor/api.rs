@@ -312,23 +312,10 @@ mod tests {
 
     #[test]
     fn server_json_adds_the_monitor_fields_and_escapes() {
+        use crate::monitor::state::test_answer;
         use crate::monitor::MonitorConfig;
-        use crate::query::result::{Answer, CountField, ErrorKind, FieldValue, QueryError, QueryResult, TextField};
-        let answer = |name: &str| {
-            let mut a = Answer::default();
-            a.set_text(TextField::Name, Some(name));
-            a.set_text(TextField::Map, Some("m"));
-            a.set_count(CountField::Players, Some(1));
-            a.set_player_list_known(true);
-            a.push_player("a", FieldValue::Int(0), FieldValue::Null, FieldValue::Null, std::iter::empty());
-            QueryResult {
-                index: 0,
-                protocol: "quake3".into(),
-                address: "127.0.0.1:27960".parse().unwrap(),
-                ping_ms: Some(1.0),
-                outcome: Ok(a),
-            }
-        };
+        use crate::query::result::{ErrorKind, QueryError, QueryResult};
+        let answer = |name: &str| test_answer(name, "m", &["a"]);
         let timeout = QueryResult {
             outcome: Err(QueryError::new(ErrorKind::Timeout, "no answer")),
             ping_ms: None,

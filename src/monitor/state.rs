@@ -878,29 +878,33 @@ impl Monitor {
     }
 }
 
+/// A Quake III answer from 127.0.0.1:27960 with `name`, `map` and `players` (8 slots), for the tests.
+#[cfg(test)]
+pub(crate) fn test_answer(name: &str, map: &str, players: &[&str]) -> QueryResult {
+    let mut a = Answer::default();
+    a.set_text(TextField::Name, Some(name));
+    a.set_text(TextField::Map, Some(map));
+    a.set_count(CountField::Players, Some(players.len() as i64));
+    a.set_count(CountField::MaxPlayers, Some(8));
+    a.set_player_list_known(true);
+    for p in players {
+        a.push_player(p, FieldValue::Int(0), FieldValue::Null, FieldValue::Null, std::iter::empty());
+    }
+    QueryResult {
+        index: 0,
+        protocol: "quake3".into(),
+        address: "127.0.0.1:27960".parse().unwrap(),
+        ping_ms: Some(1.0),
+        outcome: Ok(a),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::result::{Answer, CountField, ErrorKind, FieldValue, QueryError, TextField};
+    use crate::query::result::{ErrorKind, QueryError};
 
-    fn answer(name: &str, map: &str, players: &[&str]) -> QueryResult {
-        let mut a = Answer::default();
-        a.set_text(TextField::Name, Some(name));
-        a.set_text(TextField::Map, Some(map));
-        a.set_count(CountField::Players, Some(players.len() as i64));
-        a.set_count(CountField::MaxPlayers, Some(8));
-        a.set_player_list_known(true);
-        for p in players {
-            a.push_player(p, FieldValue::Int(0), FieldValue::Null, FieldValue::Null, std::iter::empty());
-        }
-        QueryResult {
-            index: 0,
-            protocol: "quake3".into(),
-            address: "127.0.0.1:27960".parse().unwrap(),
-            ping_ms: Some(1.0),
-            outcome: Ok(a),
-        }
-    }
+    use super::test_answer as answer;
 
     fn timeout() -> QueryResult {
         QueryResult {
