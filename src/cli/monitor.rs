@@ -79,7 +79,7 @@ pub struct MonitorArgs {
     max_ports_per_host: Option<u32>,
     /// Forget a server not seen (not listed, not queried) for this long, everywhere: the database, memory, the API
     /// and the metrics [default: 604800, 7 days].
-    #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(config::FORGET_AFTER_RANGE.0, config::FORGET_AFTER_RANGE.1))]
+    #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(FORGET_AFTER.0, FORGET_AFTER.1))]
     forget_after: Option<f64>,
     /// Stop after this many rounds (for tests and benchmarks).
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u64, u64::MAX))]
@@ -98,6 +98,8 @@ mod exit {
     pub const FAILED: u8 = 6;
 }
 
+/// The range of `--forget-after` (and `forget_after`), seconds.
+const FORGET_AFTER: (f64, f64) = config::FORGET_AFTER_RANGE;
 /// The worker lane the database is written on (a stalled disk holds up nothing else; waited for at exit).
 const DB_LANE: Lane = Lane::new("monitor-db", true);
 /// The worker lane HTTP lists are fetched on (a fetch is bounded by its own time limit; not waited for at exit).
