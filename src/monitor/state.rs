@@ -1047,4 +1047,29 @@ mod tests {
         assert_eq!(cut("aé", 3), "aé");
         assert_eq!(cut("", 0), "");
     }
+
+    #[test]
+    fn events_waiting_for_their_commit_are_bounded_in_bytes() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        let names: Vec<String> = (0..40).map(|i| format!("{i:02}-{}", "n".repeat(28))).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        // The database never commits: rounds of 300 servers whose players all join (33 events each, some 5 MB a
+        // round).
+        for r in 0..3i64 {
+            m.begin_round(100 + r * 60);
+            for port in 0..300u16 {
+                let mut a = answer("srv", "m", &refs);
+                a.address = std::net::SocketAddr::from(([127, 0, 0, 1], port + 1 + (r as u16) * 300));
+                m.observe(&a);
+            }
+            let _ = m.end_round();
+            let (published, unpublished) = m.event_bytes();
+            assert!(unpublished <= MAX_UNPUBLISHED_BYTES, "{unpublished}");
+            assert!(published <= MAX_EVENT_BYTES, "{published}");
+        }
+        // One round's events fit; more do not: the oldest rounds went out unwritten, whole, counted.
+        let unwritten = m.counters().events_unwritten;
+        assert!(unwritten > 0 && unwritten % (300 * 33) == 0, "{unwritten}");
+        assert!(m.event_bytes().0 <= MAX_EVENT_BYTES);
+    }
 }
