@@ -66,6 +66,7 @@ fn main() -> ExitCode {
         .with_writer(io::stderr)
         .init();
     let code = match Cli::parse().cmd {
+        Cmd::Observe(a) if a.web.is_some() => cli::web::run(a),
         Cmd::Observe(a) => cli::observe::run(a),
         Cmd::Query { proto: QueryProto::Bzflag(a) } => cli::query_bzflag::run(a),
         Cmd::Query { proto: QueryProto::Plugin(args) } => cli::query::query(args),

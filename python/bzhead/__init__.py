@@ -52,8 +52,9 @@ class Bot:
 
     The host calls ``tick`` once per tick (30 times a second by default) while the bot is in the game, alive or
     dead (check ``view.me.alive``). ``view`` and ``control`` are valid during the call only. An exception raised
-    in ``tick`` or ``on_event`` is reported as an ``error`` event for this bot (with its traceback) and the bot
-    leaves the game; the other bots play on.
+    in ``tick`` or ``on_event`` is printed to ``sys.stderr`` with its traceback (or raised from
+    ``BotHost.run(raise_errors=True)``) and reported as an ``error`` event for this bot; the bot leaves the game,
+    the other bots play on.
     """
 
     def tick(self, view: View, control: Control) -> None:
@@ -99,7 +100,8 @@ def scan(
     params: dict | None = None,
     plugin_dirs: list | None = None,
 ) -> list:
-    """Query many servers at once (``addresses``, or the list of a ``master``); returns every result, in order."""
+    """Query many servers at once (``addresses``, or the list of a ``master``); returns every result, in order,
+    one per distinct server (an address given twice is queried once)."""
     return _native.scan(
         None if addresses is None else [str(a) for a in addresses],
         protocol=protocol,

@@ -20,8 +20,9 @@ class Bot:
     """Base class of a bot: override ``tick`` (and, if you like, ``on_event``).
 
     ``tick`` is called once per tick (30 Hz by default) while the bot is in the game, alive or dead. ``view`` and
-    ``control`` are valid during the call only. An exception in ``tick`` or ``on_event`` is reported as an
-    ``error`` event for this bot (with the traceback) and the bot leaves; the other bots play on.
+    ``control`` are valid during the call only. An exception in ``tick`` or ``on_event`` is printed to
+    ``sys.stderr`` with its traceback (or raised from ``BotHost.run(raise_errors=True)``) and reported as an
+    ``error`` event for this bot; the bot leaves, the other bots play on.
     """
 
     def tick(self, view: View, control: Control) -> None:
@@ -71,9 +72,11 @@ class BotHost:
         """Adds ``bot`` (any object with ``tick(view, control)``) for ``server`` ("HOST[:PORT]", port 5154 by
         default); it connects in its turn. ``team``: "auto", "rogue", "red", "green", "blue", "purple".
         ``kind``: "robot" (a robot player, as the rules ask of programs) or "tank". Returns the bot's id."""
-    def run(self, seconds: Optional[float] = None) -> None:
+    def run(self, seconds: Optional[float] = None, *, raise_errors: bool = False) -> None:
         """Runs the event loop for ``seconds``, or (None) until every bot has left or stopped. Ctrl-C makes every
-        bot leave cleanly, then raises KeyboardInterrupt. Do not call the host from inside a bot's tick."""
+        bot leave cleanly, then raises KeyboardInterrupt. An exception of a bot's ``tick`` or ``on_event`` is
+        printed to ``sys.stderr`` with its traceback; with ``raise_errors`` it is raised from ``run`` instead (its
+        bot has left; the others stay). Do not call the host from inside a bot's tick."""
     def close(self) -> None:
         """Every bot leaves cleanly (waits up to 3 s); nothing reconnects."""
     def leave_bot(self, bot_id: int) -> None:
@@ -330,7 +333,9 @@ def scan(
     plugin_dirs: Optional[Sequence[str]] = None,
 ) -> list[dict[str, Any]]:
     """Queries many servers at once: ``addresses``, and/or every server of a ``master``'s list. Returns every
-    result (the master's first), each like a ``bzhead scan --json`` line."""
+    result (the master's first), each like a ``bzhead scan --json`` line, in the order of ``addresses``. Each
+    distinct server is queried once: an address given twice (or two spellings of one, ``127.0.0.1:27960`` and
+    ``localhost:27960``) gives one result, at its first place."""
 
 def protocols(plugin_dirs: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     """The protocols ``query`` and ``scan`` know: name, kind ("server" or "master"), default_port, plugin."""

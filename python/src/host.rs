@@ -3,17 +3,20 @@
 //! Each Python bot is wrapped in a [`PyBot`], a Rust [`Bot`] whose tick lends the tick's view and control to the
 //! bot's Python `View` and `Control` objects and calls its `tick(view, control)`. An exception in `tick` (or in
 //! `on_event`) is recorded with its traceback; the run loop then reports it as an `error` event for that bot and
-//! makes the bot leave, while the other bots play on. `KeyboardInterrupt` and `SystemExit` raised in a tick are
-//! not a bot's fault: the loop makes every bot leave cleanly and raises them from `run`.
+//! makes the bot leave, while the other bots play on, and prints the exception with its traceback to `sys.stderr`
+//! (or, with `run(raise_errors=True)`, raises it from `run`). `KeyboardInterrupt` and `SystemExit` raised in a tick
+//! are not a bot's fault: the loop makes every bot leave cleanly and raises them from `run`.
+//!
+//! The host is a `#[pyclass(unsendable)]`: PyO3 keeps it on the thread that made it (and never drops it on
+//! another). The loop runs with the GIL released ([`Unlocked`]); each Python bot's tick takes it back with
+//! `Python::with_gil`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::mem::ManuallyDrop;
 use std::rc::Rc;
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyRuntimeError, PySystemExit, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PySystemExit, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -34,8 +37,7 @@ const LEAVE_WAIT: Duration = Duration::from_secs(3);
 struct Failure {
     /// The bot's index in the host's entries.
     index: usize,
-    error: String,
-    traceback: String,
+    err: PyErr,
 }
 
 /// What the bots' ticks report to the run loop.
@@ -44,29 +46,6 @@ struct Reports {
     failures: Vec<Failure>,
     /// A `KeyboardInterrupt` or `SystemExit` raised inside a tick.
     interrupt: Option<PyErr>,
-}
-
-/// The GIL, taken by the first Python bot of a turn (the loop runs without it: see `Unlocked`) and kept until the
-/// turn ends, so that the turn's other bots find it held: one acquire per turn instead of one per bot.
-#[derive(Default)]
-struct TurnGil(Cell<Option<pyo3::ffi::PyGILState_STATE>>);
-
-impl TurnGil {
-    /// Takes the GIL for the rest of the turn (nothing when taken already this turn).
-    fn hold(&self) {
-        if self.0.get().is_none() {
-            // SAFETY: paired with the `PyGILState_Release` of `release`, on this same thread, at the end of the turn.
-            self.0.set(Some(unsafe { pyo3::ffi::PyGILState_Ensure() }));
-        }
-    }
-
-    /// Gives back what `hold` took; called at the end of every turn run without the GIL.
-    fn release(&self) {
-        if let Some(state) = self.0.take() {
-            // SAFETY: the state of this thread's `PyGILState_Ensure` in `hold`, released once.
-            unsafe { pyo3::ffi::PyGILState_Release(state) };
-        }
-    }
 }
 
 /// A Python bot as a Rust [`Bot`].
@@ -78,7 +57,6 @@ struct PyBot {
     control: Py<PyControl>,
     failed: bool,
     reports: Rc<RefCell<Reports>>,
-    gil: Rc<TurnGil>,
 }
 
 /// The text of a Python exception: its traceback and `Type: message`.
@@ -95,8 +73,7 @@ impl PyBot {
             return;
         }
         self.failed = true;
-        let (error, traceback) = describe(py, &e);
-        self.reports.borrow_mut().failures.push(Failure { index: self.index, error, traceback });
+        self.reports.borrow_mut().failures.push(Failure { index: self.index, err: e });
     }
 }
 
@@ -105,7 +82,6 @@ impl Bot for PyBot {
         if self.failed {
             return;
         }
-        self.gil.hold();
         Python::with_gil(|py| {
             let result = {
                 let (v, c) = (self.view.get(), self.control.get());
@@ -138,32 +114,13 @@ struct Inner {
     dropped: u64,
     filter: Option<Filter>,
     reports: Rc<RefCell<Reports>>,
-    gil: Rc<TurnGil>,
     start: Instant,
 }
 
 /// Bots on one reactor. See the stubs (`bzhead/__init__.pyi`) for the Python documentation.
-#[pyclass(name = "BotHost", module = "bzhead")]
+#[pyclass(name = "BotHost", module = "bzhead", unsendable)]
 pub struct PyBotHost {
-    owner: ThreadId,
-    inner: ManuallyDrop<Inner>,
-}
-
-// SAFETY: the host holds `Rc`s, Python objects and the reactor's plugin instances, none of which may be used from
-// two threads. Every method checks first that it runs on the thread that made the host (`check`), and `Drop` leaks
-// the host rather than drop it on another thread, so the contents never leave that thread.
-unsafe impl Send for PyBotHost {}
-// SAFETY: as above; no method touches `inner` before `check` passed, and PyO3's borrow flag keeps `&mut` unique.
-unsafe impl Sync for PyBotHost {}
-
-impl Drop for PyBotHost {
-    fn drop(&mut self) {
-        if std::thread::current().id() == self.owner {
-            // SAFETY: dropped once, here, and never used again.
-            unsafe { ManuallyDrop::drop(&mut self.inner) };
-        }
-        // On another thread the host is leaked: its sockets close when the process ends.
-    }
+    inner: Inner,
 }
 
 fn team_of(s: &str) -> PyResult<Team> {
@@ -181,16 +138,6 @@ fn seconds(name: &str, s: f64) -> PyResult<Duration> {
     }
 }
 
-impl PyBotHost {
-    fn check(&self) -> PyResult<()> {
-        if std::thread::current().id() == self.owner {
-            Ok(())
-        } else {
-            Err(PyRuntimeError::new_err("a BotHost can only be used on the thread that created it"))
-        }
-    }
-}
-
 impl Inner {
     fn push_event(&mut self, ev: Py<PyAny>) {
         if self.events.len() >= MAX_EVENTS {
@@ -200,18 +147,24 @@ impl Inner {
         self.events.push_back(ev);
     }
 
+    /// A bot event as the dict of a `bzhead bot --json` line: `v`, `t`, `type`, `bot`, then the event's own fields
+    /// (`body`, a JSON object), then `bot_id` and `server`. Built as a dict, not by editing JSON text.
     fn bot_event_dict<'py>(&self, py: Python<'py>, at: Instant, k: usize, body: &str) -> PyResult<Bound<'py, PyAny>> {
         let e = &self.entries[k];
         let callsign = self.host.status(e.id).map(|s| s.callsign).unwrap_or_default();
-        let t = format_t(at.saturating_duration_since(self.start));
-        let name = serde_json::to_string(&callsign).unwrap_or_default();
-        let rest = body.strip_prefix('{').unwrap_or(body);
-        let d = loads(py, &format!("{{\"v\":1,\"t\":{t},\"type\":\"bot\",\"bot\":{name},{rest}"))?;
-        if let Ok(dict) = d.downcast::<PyDict>() {
-            dict.set_item("bot_id", e.id.0)?;
-            dict.set_item("server", &e.server)?;
+        // The number the line's `t` is (milliseconds, as `format_t` writes it).
+        let t = format_t(at.saturating_duration_since(self.start)).parse::<f64>().unwrap_or(0.0);
+        let d = PyDict::new(py);
+        d.set_item("v", 1)?;
+        d.set_item("t", t)?;
+        d.set_item("type", "bot")?;
+        d.set_item("bot", callsign)?;
+        if let Ok(fields) = loads(py, body)?.downcast::<PyDict>() {
+            d.update(fields.as_mapping())?;
         }
-        Ok(d)
+        d.set_item("bot_id", e.id.0)?;
+        d.set_item("server", &e.server)?;
+        Ok(d.into_any())
     }
 
     /// Hands a bot event to its bot's `on_event` (an exception there stops the bot like one in `tick`).
@@ -225,16 +178,16 @@ impl Inner {
                 if e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<PySystemExit>(py) {
                     self.reports.borrow_mut().interrupt.get_or_insert(e);
                 } else {
-                    let (error, traceback) = describe(py, &e);
-                    self.reports.borrow_mut().failures.push(Failure { index: k, error, traceback });
+                    self.reports.borrow_mut().failures.push(Failure { index: k, err: e });
                 }
             }
         }
     }
 
     /// After a turn: the host's events as dicts (to the queue and each bot's `on_event`), then the bots whose
-    /// Python code failed.
-    fn after_turn(&mut self, py: Python<'_>) -> PyResult<()> {
+    /// Python code failed: each leaves, its exception is an `error` event and is printed with its traceback to
+    /// `sys.stderr`, or (`raise_errors`) the first one is returned instead, for `run` to raise.
+    fn after_turn(&mut self, py: Python<'_>, raise_errors: bool) -> PyResult<Option<PyErr>> {
         while let Some(ev) = self.host.poll_event() {
             match ev {
                 HostEvent::Game { server, at, event } => {
@@ -259,6 +212,7 @@ impl Inner {
             }
         }
         let failures = std::mem::take(&mut self.reports.borrow_mut().failures);
+        let mut raised = None;
         for f in failures {
             let k = f.index;
             let Some(e) = self.entries.get_mut(k) else { continue };
@@ -267,28 +221,28 @@ impl Inner {
             }
             e.failed = true;
             let id = e.id;
-            let body = serde_json::json!({"bot_event": "error", "error": f.error, "traceback": f.traceback});
+            let (error, traceback) = describe(py, &f.err);
+            let body = serde_json::json!({"bot_event": "error", "error": error, "traceback": traceback});
             let d = self.bot_event_dict(py, Instant::now(), k, &body.to_string())?;
             self.push_event(d.unbind());
             self.host.leave_bot(id);
+            if raise_errors && raised.is_none() {
+                raised = Some(f.err);
+            } else {
+                // As Python reports an exception it cannot raise (a thread's, an asyncio task's).
+                let callsign = self.host.status(id).map(|s| s.callsign).unwrap_or_default();
+                let note = format!("bzhead: bot {callsign:?} (id {}) raised an exception and leaves the game:\n", id.0);
+                py.import("sys")?.getattr("stderr")?.call_method1("write", (note,))?;
+                f.err.display(py);
+            }
         }
-        Ok(())
+        Ok(raised)
     }
 
     /// One turn of the host with the GIL released while it waits; the bots' ticks take it back (once per turn).
     fn turn(&mut self, py: Python<'_>, wait: Duration) -> std::io::Result<()> {
-        Unlocked(self).run(py, move |inner| {
-            // Only the host and the turn's GIL are touched here: no Python object without the GIL. The GIL a bot
-            // took is given back before `allow_threads` takes its own back, also when the turn unwinds.
-            struct Release<'a>(&'a TurnGil);
-            impl Drop for Release<'_> {
-                fn drop(&mut self) {
-                    self.0.release();
-                }
-            }
-            let _release = Release(&inner.gil);
-            inner.host.turn(Some(wait))
-        })
+        // Only the host is touched here; a Python bot's tick takes the GIL back for its call (`Python::with_gil`).
+        Unlocked(&mut self.host).run(py, move |host| host.turn(Some(wait)))
     }
 
     /// Every bot has left or stopped (true with no bots: `run()` then has nothing to wait for).
@@ -309,7 +263,7 @@ impl Inner {
             }
             let wait = (end - now).min(Duration::from_millis(100));
             self.turn(py, wait).map_err(os_error)?;
-            self.after_turn(py)?;
+            self.after_turn(py, false)?;
             py.check_signals()?;
         }
         Ok(())
@@ -350,8 +304,7 @@ impl PyBotHost {
         };
         let host = BotHost::new(config).map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
         Ok(PyBotHost {
-            owner: std::thread::current().id(),
-            inner: ManuallyDrop::new(Inner {
+            inner: Inner {
                 host,
                 entries: Vec::new(),
                 by_id: HashMap::new(),
@@ -359,9 +312,8 @@ impl PyBotHost {
                 dropped: 0,
                 filter,
                 reports: Rc::new(RefCell::new(Reports::default())),
-                gil: Rc::new(TurnGil::default()),
                 start: Instant::now(),
-            }),
+            },
         })
     }
 
@@ -381,7 +333,6 @@ impl PyBotHost {
         udp: bool,
         seed: Option<u64>,
     ) -> PyResult<usize> {
-        self.check()?;
         // A str names one of the crate's own bots; anything else is a Python bot.
         let brain = match bot.downcast::<pyo3::types::PyString>() {
             Ok(name) => {
@@ -415,7 +366,7 @@ impl PyBotHost {
             _ => return Err(PyValueError::new_err(format!("unknown kind {kind:?}; kinds: robot, tank"))),
         };
         let addr = bzhead::reactor::resolve(server, DEFAULT_PORT).map_err(PyValueError::new_err)?;
-        let inner = &mut *self.inner;
+        let inner = &mut self.inner;
         let k = inner.entries.len();
         let callsign = callsign.unwrap_or_else(|| match &brain {
             Some(name) => format!("{name}{}", k + 1),
@@ -441,7 +392,6 @@ impl PyBotHost {
                 control: Py::new(py, PyControl::new())?,
                 failed: false,
                 reports: Rc::clone(&inner.reports),
-                gil: Rc::clone(&inner.gil),
             }),
             (None, Some(name)) => brains::by_name(name, seed)
                 .ok_or_else(|| PyValueError::new_err(format!("unknown bot kind {name:?}")))?,
@@ -455,15 +405,15 @@ impl PyBotHost {
     }
 
     /// Runs the event loop: for `seconds`, or (None) until every bot has left or stopped. Ctrl-C makes every bot
-    /// leave cleanly, then raises KeyboardInterrupt.
-    #[pyo3(signature = (seconds = None))]
-    fn run(&mut self, py: Python<'_>, seconds: Option<f64>) -> PyResult<()> {
-        self.check()?;
+    /// leave cleanly, then raises KeyboardInterrupt. An exception of a bot's code is printed (with its traceback),
+    /// or with `raise_errors` raised from here (its bot leaves; the others stay, for the next `run` or `close`).
+    #[pyo3(signature = (seconds = None, *, raise_errors = false))]
+    fn run(&mut self, py: Python<'_>, seconds: Option<f64>, raise_errors: bool) -> PyResult<()> {
         let deadline = match seconds {
             Some(s) => Some(Instant::now() + self::seconds("seconds", s)?),
             None => None,
         };
-        let inner = &mut *self.inner;
+        let inner = &mut self.inner;
         loop {
             let now = Instant::now();
             let mut wait = Duration::from_millis(100);
@@ -480,7 +430,9 @@ impl PyBotHost {
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
                 Err(e) => return Err(os_error(e)),
             }
-            inner.after_turn(py)?;
+            if let Some(e) = inner.after_turn(py, raise_errors)? {
+                return Err(e);
+            }
             let interrupt = inner.reports.borrow_mut().interrupt.take();
             let interrupt = match interrupt {
                 Some(e) => Some(e),
@@ -499,20 +451,17 @@ impl PyBotHost {
 
     /// Every bot leaves the game cleanly (waits up to 3 s); nothing reconnects. The host cannot run bots again.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.check()?;
         self.inner.leave_all(py)
     }
 
     /// Makes one bot leave for good.
     fn leave_bot(&mut self, bot_id: usize) -> PyResult<()> {
-        self.check()?;
         self.inner.host.leave_bot(BotId(bot_id));
         Ok(())
     }
 
     /// The events since the last call (oldest first), as dicts in the shape of `bzhead bot --json` lines.
     fn events(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        self.check()?;
         let _ = py;
         Ok(self.inner.events.drain(..).collect())
     }
@@ -520,13 +469,11 @@ impl PyBotHost {
     /// Events dropped because `events()` was not called for a long time (more than 100,000 waiting).
     #[getter]
     fn dropped_events(&self) -> PyResult<u64> {
-        self.check()?;
         Ok(self.inner.dropped)
     }
 
     /// A bot's state and counts, as a dict (None for an unknown id).
     fn status(&self, py: Python<'_>, bot_id: usize) -> PyResult<Option<Py<PyAny>>> {
-        self.check()?;
         let Some(s) = self.inner.host.status(BotId(bot_id)) else { return Ok(None) };
         let d = PyDict::new(py);
         d.set_item("callsign", &s.callsign)?;
@@ -564,13 +511,11 @@ impl PyBotHost {
 
     /// The ids of every bot added.
     fn bot_ids(&self) -> PyResult<Vec<usize>> {
-        self.check()?;
         Ok(self.inner.entries.iter().map(|e| e.id.0).collect())
     }
 
     /// How long each tick took, microseconds (the last 100,000 ticks): every bot's tick and pilot.
     fn tick_times_us(&self) -> PyResult<Vec<u32>> {
-        self.check()?;
         Ok(self.inner.host.tick_times_us())
     }
 
@@ -580,7 +525,6 @@ impl PyBotHost {
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&mut self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.check()?;
         self.inner.leave_all(py)?;
         Ok(false)
     }

@@ -83,6 +83,9 @@ pub(crate) struct Unlocked<'a, T>(pub &'a mut T);
 
 // SAFETY: `allow_threads` runs the closure on the calling thread, so the value never changes threads. What it
 // reaches of Python while the GIL is released goes through `Python::with_gil` (the bots' ticks), never around it.
+// The one `unsafe` site of this kind left: the event loop holds `Rc`s and plugin instances, so it is not `Send`,
+// and PyO3 has no safe way to release the GIL around a `!Send` value on its own thread (`Ungil` is `Send` on
+// stable Rust).
 unsafe impl<T> Send for Unlocked<'_, T> {}
 
 impl<T> Unlocked<'_, T> {

@@ -2,12 +2,10 @@
 //! `bzhead observe --json` lines (made by the crate's `observer::json_line`).
 
 use std::collections::VecDeque;
-use std::mem::ManuallyDrop;
 use std::path::PathBuf;
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use bzhead::bzflag::consts::{player, PlayerType, Team, DEFAULT_PORT};
@@ -33,26 +31,11 @@ struct Inner {
     finished: bool,
 }
 
-/// An observer session; iterate over it for its events. See the stubs.
-#[pyclass(name = "Observer", module = "bzhead")]
+/// An observer session; iterate over it for its events. See the stubs. `unsendable`: the reactor may hold plugin
+/// instances that must stay on one thread, so PyO3 keeps the observer on the thread that made it.
+#[pyclass(name = "Observer", module = "bzhead", unsendable)]
 pub struct PyObserver {
-    owner: ThreadId,
-    inner: ManuallyDrop<Inner>,
-}
-
-// SAFETY: the reactor may hold plugin instances that must stay on one thread: every method checks that it runs on
-// the thread that made the observer, and `Drop` leaks it on any other thread.
-unsafe impl Send for PyObserver {}
-// SAFETY: as above.
-unsafe impl Sync for PyObserver {}
-
-impl Drop for PyObserver {
-    fn drop(&mut self) {
-        if std::thread::current().id() == self.owner {
-            // SAFETY: dropped once, here.
-            unsafe { ManuallyDrop::drop(&mut self.inner) };
-        }
-    }
+    inner: Inner,
 }
 
 impl Inner {
@@ -109,16 +92,6 @@ impl Inner {
     }
 }
 
-impl PyObserver {
-    fn check(&self) -> PyResult<()> {
-        if std::thread::current().id() == self.owner {
-            Ok(())
-        } else {
-            Err(PyRuntimeError::new_err("an Observer can only be used on the thread that created it"))
-        }
-    }
-}
-
 /// Joins `server` as an observer and returns the iterator of its events.
 #[pyfunction]
 #[pyo3(signature = (server, seconds = None, *, callsign = "bzhead", motto = "bzhead observer", show = Vec::new(), hide = Vec::new(), udp = true, world = true, cache = true, cache_dir = None, idle_timeout = 30.0))]
@@ -171,8 +144,7 @@ pub fn observe(
         .map_err(|e| PyOSError::new_err(format!("cannot connect to {addr}: {e}")))?;
     let start = reactor.started(id).unwrap_or_else(Instant::now);
     Ok(PyObserver {
-        owner: std::thread::current().id(),
-        inner: ManuallyDrop::new(Inner {
+        inner: Inner {
             reactor,
             id,
             start,
@@ -181,7 +153,7 @@ pub fn observe(
             filter,
             ready: VecDeque::new(),
             finished: false,
-        }),
+        },
     })
 }
 
@@ -192,7 +164,6 @@ impl PyObserver {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.check()?;
         match self.inner.next_line(py)? {
             Some(line) => Ok(Some(loads(py, &line)?.unbind())),
             None => Ok(None),
@@ -202,15 +173,13 @@ impl PyObserver {
     /// Says `text` to everybody (or to one player id).
     #[pyo3(signature = (text, to = None))]
     fn say(&mut self, text: &str, to: Option<u8>) -> PyResult<()> {
-        self.check()?;
-        let inner = &mut *self.inner;
+        let inner = &mut self.inner;
         inner.reactor.send_chat(inner.id, to.unwrap_or(player::ALL_PLAYERS), text);
         Ok(())
     }
 
     /// Leaves the game cleanly; iteration then ends after the last events.
     fn close(&mut self) -> PyResult<()> {
-        self.check()?;
         self.inner.leave();
         Ok(())
     }
@@ -218,8 +187,7 @@ impl PyObserver {
     /// How the session ended (None while it runs): an exit code as `bzhead observe` returns it.
     #[getter]
     fn exit_code(&self) -> PyResult<Option<i32>> {
-        self.check()?;
-        let inner = &*self.inner;
+        let inner = &self.inner;
         Ok(inner.reactor.session(inner.id).and_then(|s| s.end()).map(|e| e.exit_code()))
     }
 
@@ -229,7 +197,6 @@ impl PyObserver {
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&mut self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.check()?;
         self.inner.leave();
         while self.inner.next_line(py)?.is_some() {}
         Ok(false)

@@ -2,17 +2,15 @@
 //! results as dicts in the shared result shape (the crate's `QueryResult::write_json`, the bytes of
 //! `bzhead query --json` and `bzhead scan --json` lines).
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
+use bzhead::query::front::{self, MasterSpec};
 use bzhead::query::loader::{PluginSet, ProtocolKind};
-use bzhead::query::targets::resolve;
-use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
+use bzhead::query::{FrontError, ScanConfig, Target, BZFLAG, BZFLAG_PORT};
 use bzhead::reactor::Reactor;
 
 use crate::json::loads;
@@ -25,33 +23,9 @@ fn plugin_set(plugin_dirs: &[PathBuf]) -> PluginSet {
     PluginSet::load_standard(&bzhead::query::loader::plugin_dirs(plugin_dirs))
 }
 
-fn random_seed() -> u64 {
-    let mut h = RandomState::new().build_hasher();
-    h.write_u128(Instant::now().elapsed().as_nanos());
-    h.write_u32(std::process::id());
-    h.finish()
-}
-
-fn default_port(set: &PluginSet, protocol: &str) -> PyResult<u16> {
-    if protocol == BZFLAG {
-        return Ok(BZFLAG_PORT);
-    }
-    match set.protocol(protocol) {
-        Some(d) => Ok(d.default_port),
-        None => {
-            let mut known = vec![BZFLAG.to_owned()];
-            known.extend(set.protocol_names().into_iter().map(|s| s.to_string()));
-            let mut msg = format!("unknown protocol {protocol:?}; known: {}", known.join(", "));
-            for e in set.errors() {
-                msg += &format!("\n  not loaded: {e}");
-            }
-            Err(PyValueError::new_err(msg))
-        }
-    }
-}
-
-fn params_of(params: Option<Vec<(String, String)>>) -> Vec<(String, String)> {
-    params.unwrap_or_default()
+/// A front-door error (unknown protocol, bad address, ...) as a `ValueError`.
+fn value_error(e: FrontError) -> PyErr {
+    PyValueError::new_err(e.to_string())
 }
 
 fn timeout_of(timeout: f64) -> PyResult<Duration> {
@@ -62,37 +36,27 @@ fn timeout_of(timeout: f64) -> PyResult<Duration> {
     }
 }
 
-/// Runs a scan on a fresh reactor until every query finished; returns the results' JSON lines in input order.
-/// Checks Python's signals between turns (Ctrl-C raises KeyboardInterrupt).
-fn run_scan(py: Python<'_>, set: PluginSet, cfg: ScanConfig, targets: Vec<Target>) -> PyResult<Vec<Py<PyAny>>> {
+/// Runs a scan on a fresh reactor with the library's driver until every query finished; returns the results in
+/// input order (one per distinct protocol and address). The GIL is released while the loop waits; Python's
+/// signals are checked between turns (Ctrl-C raises KeyboardInterrupt).
+fn run_scan(py: Python<'_>, set: PluginSet, cfg: ScanConfig, targets: &[Target]) -> PyResult<Vec<Py<PyAny>>> {
     let mut reactor = Reactor::new().map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
-    let now = Instant::now();
-    let mut scan = Scan::new(set, cfg, now);
-    scan.reserve(targets.len());
-    for t in targets {
-        let _ = scan.add_target(now, t); // duplicates are counted and skipped
-    }
-    let id = reactor.add_scan(scan);
-    let mut results: Vec<(usize, String)> = Vec::new();
-    let mut line = Vec::new();
-    loop {
-        while let Some((sid, _, ev)) = reactor.poll_scan_event() {
-            let ScanEvent::Result(r) = ev;
-            line.clear();
+    let mut results: Vec<(usize, Vec<u8>)> = Vec::new();
+    let on = |t: front::Tick<'_>| {
+        if let front::Tick::Result(r) = t {
+            let mut line = Vec::new();
             r.write_json(&mut line);
-            results.push((r.index, String::from_utf8_lossy(&line).into_owned()));
-            reactor.recycle_scan_result(sid, r);
+            results.push((r.index, line));
         }
-        if reactor.is_scan_done(id) {
-            break;
-        }
-        Unlocked(&mut reactor)
+    };
+    front::run(&mut reactor, set, cfg, targets, on, |r| {
+        Unlocked(r)
             .run(py, |r| r.turn(Some(Duration::from_millis(50))))
             .map_err(|e| PyOSError::new_err(format!("event loop failed: {e}")))?;
-        py.check_signals()?;
-    }
+        py.check_signals()
+    })?;
     results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, l)| Ok(loads(py, &l)?.unbind())).collect()
+    results.into_iter().map(|(_, l)| Ok(loads(py, &String::from_utf8_lossy(&l))?.unbind())).collect()
 }
 
 /// Queries one server; returns its result dict.
@@ -109,21 +73,14 @@ pub fn query(
     plugin_dirs: Vec<PathBuf>,
 ) -> PyResult<Py<PyAny>> {
     let set = plugin_set(&plugin_dirs);
-    let port = default_port(&set, protocol)?;
-    let addr = resolve(address, port).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let cfg = ScanConfig {
-        timeout: timeout_of(timeout)?,
-        retries: retries.min(16),
-        seed: random_seed(),
-        params: params_of(params),
-        pace: Duration::ZERO,
-        ..ScanConfig::default()
-    };
-    let mut results = run_scan(py, set, cfg, vec![Target { params: Vec::new(), ..Target::new(protocol, addr) }])?;
+    let target = front::server_target(&set, protocol, address).map_err(value_error)?;
+    let cfg = ScanConfig::front(timeout_of(timeout)?, retries, params.unwrap_or_default()).unpaced();
+    let mut results = run_scan(py, set, cfg, &[target])?;
     results.pop().ok_or_else(|| PyOSError::new_err("the scan ended without a result"))
 }
 
-/// Queries many servers at once (a list, or a master's list); returns every result dict, in input order.
+/// Queries many servers at once (a list, or a master's list); returns every result dict, in input order, one per
+/// distinct (protocol, address): a duplicate is queried once.
 #[pyfunction]
 #[pyo3(signature = (addresses = None, *, protocol, master = None, master_protocol = "dpmaster", game = None, game_protocol = None, filters = None, rate = 1000, concurrency = 1000, timeout = 1.0, retries = 2, params = None, plugin_dirs = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
@@ -147,46 +104,28 @@ pub fn scan(
         return Err(PyValueError::new_err("scan needs addresses or master="));
     }
     let set = plugin_set(&plugin_dirs);
-    let port = default_port(&set, protocol)?;
-    if set.protocol(protocol).is_some_and(|d| d.kind == ProtocolKind::Master) {
-        return Err(PyValueError::new_err(format!("{protocol} is a master protocol; use it as master_protocol")));
-    }
+    let port = front::server_port(&set, protocol).map_err(value_error)?;
     let mut targets = Vec::new();
     if let Some(m) = master {
-        let mport = default_port(&set, master_protocol)?;
-        if set.protocol(master_protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
-            return Err(PyValueError::new_err(format!("{master_protocol} is not a master protocol")));
-        }
-        let addr = resolve(m, mport).map_err(|e| PyValueError::new_err(format!("master {e}")))?;
-        let mut mparams = Vec::new();
-        for (k, v) in [("game", game), ("game_protocol", game_protocol), ("filters", filters)] {
-            if let Some(v) = v {
-                mparams.push((k.to_owned(), v));
-            }
-        }
-        targets.push(Target {
+        let spec = MasterSpec {
             protocol: master_protocol.to_owned(),
-            addr,
-            params: mparams,
-            expand: Some((protocol.to_owned(), Vec::new())),
-        });
+            address: m.to_owned(),
+            servers: protocol.to_owned(),
+            game,
+            game_protocol,
+            filters,
+        };
+        targets.push(front::master_target(&set, &spec).map_err(value_error)?);
     }
     for a in addresses.unwrap_or_default() {
-        let addr = resolve(&a, port).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let addr = bzhead::query::targets::resolve(&a, port).map_err(|e| PyValueError::new_err(e.to_string()))?;
         targets.push(Target::new(protocol, addr));
     }
-    let rate = rate.max(1);
     let cfg = ScanConfig {
-        rate,
-        burst: (rate / 20).clamp(1, 1000),
         concurrency: concurrency.max(1),
-        timeout: timeout_of(timeout)?,
-        retries: retries.min(16),
-        seed: random_seed(),
-        params: params_of(params),
-        ..ScanConfig::default()
+        ..ScanConfig::front(timeout_of(timeout)?, retries, params.unwrap_or_default()).at_rate(rate)
     };
-    run_scan(py, set, cfg, targets)
+    run_scan(py, set, cfg, &targets)
 }
 
 /// The protocols available: bzflag (built in) and every plugin's, with where each came from.

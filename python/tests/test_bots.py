@@ -229,3 +229,52 @@ def test_other_python_threads_run_while_the_host_waits():
     assert count > 20, count
     assert host.status(bid)["state"] == "waiting", host.status(bid)
     assert any(e["type"] == "closed" for e in host.events())  # the observer link could not connect
+
+
+ERROR_SCRIPT = r"""
+import sys, bzhead
+
+class Faulty(bzhead.Bot):  # no on_event: nothing but bzhead reports the exception
+    ticks = 0
+    def tick(self, view, control):
+        self.ticks += 1
+        if self.ticks == 5:
+            self.explode()
+    def explode(self):
+        return 1 / 0
+
+host = bzhead.BotHost(game_events=False)
+host.add_bot(sys.argv[1], Faulty(), callsign="faulty")
+host.run(8, raise_errors=sys.argv[2] == "raise")
+print("run returned", flush=True)
+"""
+
+
+def run_error_script(bzfs, mode: str):
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-c", ERROR_SCRIPT, bzfs.addr, mode], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_an_exception_in_a_tick_is_printed_with_its_traceback(bzfs_factory):
+    bzfs = bzfs_factory()
+    p = run_error_script(bzfs, "print")
+    # run() went on for its 8 s (the bot left); the exception was printed as Python prints a thread's.
+    assert p.returncode == 0 and "run returned" in p.stdout, (p.stdout, p.stderr)
+    assert 'bzhead: bot "faulty" (id ' in p.stderr and "raised an exception" in p.stderr, p.stderr
+    assert "Traceback (most recent call last)" in p.stderr and "in explode" in p.stderr, p.stderr
+    assert p.stderr.rstrip().endswith("ZeroDivisionError: division by zero"), p.stderr
+    assert bzfs.wait_for_log("Player faulty [", 5), bzfs.log()
+
+
+def test_run_raise_errors_raises_the_exception_of_a_tick(bzfs_factory):
+    bzfs = bzfs_factory()
+    started = time.monotonic()
+    p = run_error_script(bzfs, "raise")
+    assert time.monotonic() - started < 7, "run() did not raise at once"
+    # Uncaught from run(): the script ends with the exception, its traceback through the bot's code.
+    assert p.returncode == 1 and "run returned" not in p.stdout, (p.stdout, p.stderr)
+    assert "raised an exception and leaves" not in p.stderr, p.stderr
+    assert "in explode" in p.stderr and "ZeroDivisionError: division by zero" in p.stderr, p.stderr

@@ -6,7 +6,7 @@ import json
 import time
 
 import bzhead
-from conftest import REPO, run_bzhead
+from conftest import REPO, run_bzhead, udp_socket
 
 # A fixed world (a generated one may differ between two joins).
 WORLD = str(REPO / "testdata" / "worlds" / "ctf-small.bzw")
@@ -112,3 +112,27 @@ def test_bad_arguments_are_python_exceptions():
             assert str(e)
         else:
             raise AssertionError("no exception")
+
+
+def test_a_scan_queries_each_distinct_server_once(bzfs_factory):
+    bzfs = bzfs_factory()
+    stand_in = udp_socket()  # a Quake III server that never answers: it counts the requests
+    q3 = f"127.0.0.1:{stand_in.getsockname()[1]}"
+    try:
+        spellings = [bzfs.addr, f"localhost:{bzfs.port}", bzfs.addr, "127.0.0.1:9"]
+        results = bzhead.scan(spellings, protocol="bzflag", timeout=1.0)
+        assert [r["address"] for r in results] == [bzfs.addr, "127.0.0.1:9"], results
+        assert results[0]["ok"] and not results[1]["ok"], results
+        results = bzhead.scan([q3, q3, f"localhost:{stand_in.getsockname()[1]}"], protocol="quake3",
+                              timeout=0.1, retries=0, params={"query": "info"})
+        assert [(r["address"], r["error"]) for r in results] == [(q3, "timeout")], results
+        stand_in.settimeout(0.5)
+        stand_in.recvfrom(4096)  # the one request
+        try:
+            data, _ = stand_in.recvfrom(4096)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError(f"a duplicate was queried: {data!r}")
+    finally:
+        stand_in.close()

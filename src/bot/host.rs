@@ -40,11 +40,10 @@ use super::danger::PlayerSet;
 use super::pilot::{BotStats, Pilot, Shared};
 use super::view::{Me, NavSlot, TankView, View};
 use super::{Bot, BotEvent, Control};
-use crate::bzflag::consts::{PlayerStatus, PlayerType, RejectRemedy, Team};
+use crate::bzflag::consts::{PlayerType, RejectRemedy, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::msg::ClientMsg;
-use crate::bzflag::play::physics::flag;
-use crate::bzflag::play::{Physics, Pose, RemoteTank, ShotKind, ShotTracker};
+use crate::bzflag::scene::Scene;
 use crate::bzflag::session::{SessionConfig, SessionEnd};
 use crate::bzflag::world::{parse_blob, WorldModel};
 use crate::cache::WorldCache;
@@ -232,10 +231,9 @@ struct ServerSlot {
     /// The hash of the world being modelled for this server on the worker, if any.
     world_building: Option<String>,
     nav: NavSlot,
-    phys: Physics,
-    tracker: ShotTracker,
+    /// The game's scene (tanks reckoned, shots and missiles flown), followed to each tick.
+    scene: Scene,
     tanks: Vec<TankView>,
-    remotes: HashMap<u8, RemoteTank>,
     bots_disabled: bool,
     last_limits_ask: Option<Instant>,
     limits_seen: Option<Instant>,
@@ -362,10 +360,8 @@ impl BotHost {
                     world_hash: None,
                     world_building: None,
                     nav: NavSlot::default(),
-                    phys: Physics::default(),
-                    tracker: ShotTracker::new(),
+                    scene: Scene::new(),
                     tanks: Vec::new(),
-                    remotes: HashMap::new(),
                     bots_disabled: false,
                     last_limits_ask: None,
                     limits_seen: None,
@@ -905,8 +901,7 @@ impl BotHost {
         s.world_hash = hash;
         s.world_building = None;
         s.nav = NavSlot::default();
-        s.remotes.clear();
-        s.tracker = ShotTracker::new();
+        s.scene.reset();
     }
 
     /// Stops every bot of server `si` that is still playing or trying to, for `reason`.
@@ -1136,75 +1131,17 @@ impl BotHost {
         let Some(game) = source.and_then(|sid| self.reactor.session(sid)).map(|s| s.game()) else { return };
         let s = &mut self.servers[si];
         let Some(world) = s.world.as_deref() else { return };
-        s.phys = Physics::new(&game.vars, game.settings.as_ref());
-        let phys = &s.phys;
-        s.tracker.sync(&game.shots, phys, Some(world));
+        s.scene.follow(game, Some(world), now);
+        let Some(phys) = s.scene.physics() else { return };
 
         // Every tank, dead-reckoned to now.
         let ours: Vec<u8> = self.bots.iter().filter(|(_, b)| b.server == si).filter_map(|(_, b)| b.pilot.me).collect();
-        s.remotes.retain(|id, _| game.players.contains_key(id));
         s.tanks.clear();
-        for p in game.players.values() {
-            if p.team == Team::Observer {
-                continue;
-            }
-            let remote = match p.last_update {
-                Some((u, at)) => {
-                    let e = s.remotes.entry(p.id).or_insert_with(|| RemoteTank::new(&u, at, &world.physics_drivers));
-                    if e.received != at || e.order != u.order {
-                        *e = RemoteTank::new(&u, at, &world.physics_drivers);
-                    }
-                    Some(*e)
-                }
-                None => None,
-            };
-            let flag_abbv = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv());
-            let ground = if flag_abbv == Some(flag::BURROW) { phys.burrow_depth } else { 0.0 };
-            let (pose, reckoning, age, not_responding) = match &remote {
-                Some(r) => {
-                    let rp = r.at(now, phys.gravity, ground, phys.not_responding_time);
-                    (rp.pose, Some(r.reckoning), rp.age, rp.not_responding)
-                }
-                None => {
-                    let (pos, az) = p.spawn.unwrap_or(([0.0; 3], 0.0));
-                    (Pose { pos: pos.into(), vel: glam::Vec3::ZERO, azimuth: az, falling: false }, None, 0.0, false)
-                }
-            };
-            let status = p.status();
-            s.tanks.push(TankView {
-                id: p.id,
-                team: p.team,
-                player_type: p.player_type,
-                alive: p.alive && (remote.is_none() || status.contains(PlayerStatus::ALIVE)),
-                paused: p.paused,
-                flag: flag_abbv,
-                pose,
-                reckoning,
-                age,
-                not_responding,
-                ours: ours.contains(&p.id),
-            });
-        }
-        s.tanks.sort_unstable_by_key(|t| t.id);
-
-        // Guided missiles fly on towards their targets.
-        for shot in s.tracker.iter_mut() {
-            if shot.kind != ShotKind::GuidedMissile {
-                continue;
-            }
-            let target = shot.missile.as_ref().map(|m| m.target).unwrap_or(255);
-            let aim = s
-                .tanks
-                .iter()
-                .find(|t| t.id == target && t.alive)
-                .map(|t| t.pose.pos + glam::Vec3::new(0.0, 0.0, phys.muzzle_height));
-            let age = shot.age(now);
-            shot.update_missile(age, aim, phys, Some(world));
-        }
+        s.tanks.extend(s.scene.tanks().iter().map(|t| TankView { ours: ours.contains(&t.id), ..t.clone() }));
 
         // Every bot of this server decides and steps.
         let paused: PlayerSet = s.tanks.iter().filter(|t| t.paused).map(|t| t.id).collect();
-        let (tanks, tracker, nav) = (&s.tanks, &s.tracker, &s.nav);
+        let (tanks, tracker, nav) = (&s.tanks, s.scene.shots(), &s.nav);
         let reactor = &self.reactor;
         let mut notes: Vec<(usize, BotEvent)> = Vec::new();
         let own_tanks: Vec<(u8, crate::bzflag::play::Tank)> = self

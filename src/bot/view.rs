@@ -14,11 +14,12 @@ use super::aim::{self, FiringSolution, Shooter, TargetTrack};
 use super::danger::{self, DangerOptions, PlayerSet, Threat};
 use super::levels::{Levels, Route};
 use super::nav::{NavGrid, Path};
-use crate::bzflag::consts::{FlagStatus, PlayerType, Team};
+use crate::bzflag::consts::{FlagStatus, Team};
 use crate::bzflag::game::{Game, Player};
 use crate::bzflag::msg::Abbv;
 use crate::bzflag::play::physics::flag;
-use crate::bzflag::play::{Controls, LiveShot, Physics, Pose, Reckoning, ShotTracker, Tank};
+use crate::bzflag::play::{Controls, LiveShot, Physics, ShotTracker, Tank};
+use crate::bzflag::scene::SceneTank;
 use crate::bzflag::session::team_of_flag;
 use crate::bzflag::world::{BaseModel, WorldModel};
 
@@ -58,47 +59,9 @@ pub fn hostile(mine: Team, theirs: Team, game: GameType) -> bool {
     }
 }
 
-/// Another tank, dead-reckoned to the tick's time (§9.4).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TankView {
-    /// Player id.
-    pub id: u8,
-    /// Team.
-    pub team: Team,
-    /// Human-driven tank or robot.
-    pub player_type: PlayerType,
-    /// Alive (spawned and not killed since).
-    pub alive: bool,
-    /// Paused (its shots do not count, it cannot be hit... by the rules of `checkHit`, its shots are skipped).
-    pub paused: bool,
-    /// The flag it carries, when known.
-    pub flag: Option<Abbv>,
-    /// Where it is now (its spawn point, at rest, until its first update).
-    pub pose: Pose,
-    /// Its last update, to predict it further ([`TankView::predict`]).
-    pub reckoning: Option<Reckoning>,
-    /// Seconds since that update was received.
-    pub age: f32,
-    /// No update for longer than `_notRespondingTime` while alive.
-    pub not_responding: bool,
-    /// One of the bots of this process.
-    pub ours: bool,
-}
-
-impl TankView {
-    /// Where the tank will be `t` seconds after the tick, continuing on the line, arc or fall of its last update.
-    pub fn predict(&self, t: f32, phys: &Physics) -> Pose {
-        match &self.reckoning {
-            Some(r) if t.is_finite() => r.at((self.age + t.max(0.0)).min(3600.0), phys.gravity, 0.0),
-            _ => self.pose,
-        }
-    }
-
-    /// The centre of the tank (its position plus half its height): what shots must come close to.
-    pub fn centre(&self, phys: &Physics) -> Vec3 {
-        self.pose.pos + Vec3::new(0.0, 0.0, 0.5 * phys.tank_height)
-    }
-}
+/// Another tank, dead-reckoned to the tick's time (§9.4): a tank of the engine's scene, with
+/// [`SceneTank::ours`] set for the bots of this process.
+pub type TankView = SceneTank;
 
 /// A flag as a bot sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,6 +16,8 @@
 //! * [`vars`]: the server variable store (`MsgSetVar`) with lazily evaluated expressions.
 //! * [`flight`]: the flag flight arc.
 //! * [`world`]: the world database carried by `MsgGetWorld`.
+//! * [`scene`]: one follower of a game's scene (tanks reckoned, shots and guided missiles flown) for every reader
+//!   of a game: the bots, the web view, replays.
 pub mod consts;
 pub mod event;
 pub mod flight;
@@ -23,6 +25,7 @@ pub mod game;
 pub mod msg;
 pub mod netstats;
 pub mod play;
+pub mod scene;
 pub mod server_info;
 pub mod session;
 pub mod vars;

@@ -28,10 +28,11 @@ use bzhead::monitor::masters::{self, Fetched, Format};
 use bzhead::monitor::metrics::Own;
 use bzhead::monitor::store::{self, Batch, Database, Retention, WriteDone, WriteQueue, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
-use bzhead::query::filter::{EntryFilter, MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
-use bzhead::query::loader::{plugin_dirs, PluginSet, ProtocolKind};
+use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
+use bzhead::query::front::{self, default_port, MasterSpec};
+use bzhead::query::loader::{plugin_dirs, PluginSet};
 use bzhead::query::targets::{list_entries, resolve};
-use bzhead::query::{Scan, ScanConfig, ScanEvent, Target, BZFLAG, BZFLAG_PORT};
+use bzhead::query::{ScanConfig, Target, BZFLAG};
 use bzhead::reactor::{
     HttpConnId, HttpEvent, HttpListenerId, JobId, JobResult, Lane, Reactor, ScanId, SessionId, SessionOptions,
 };
@@ -47,6 +48,10 @@ pub struct MonitorArgs {
     /// Serve the API, the metrics and the page on ADDR (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// On a loopback --http address, also accept requests whose Host is NAME (say, the name a reverse proxy
+    /// forwards; "*" for any); others than localhost, 127.x and [::1] get 421 (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
     /// Seconds between the starts of two rounds [default: 60].
     #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(0.05, 86_400.0))]
     interval: Option<f64>,
@@ -151,24 +156,13 @@ fn split_source(s: &str, what: &str) -> Result<(String, String), String> {
     }
 }
 
-fn default_port(set: &PluginSet, protocol: &str) -> Result<u16, String> {
-    if protocol == BZFLAG {
-        return Ok(BZFLAG_PORT);
-    }
-    set.protocol(protocol).map(|d| d.default_port).ok_or_else(|| {
-        let mut known = vec![BZFLAG];
-        known.extend(set.protocol_names());
-        format!("unknown protocol {protocol:?}; known: {}", known.join(", "))
-    })
-}
-
 fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, String> {
     let mut targets = Vec::new();
     let mut joins = Vec::new();
     for s in &cfg.server {
-        let port = default_port(set, &s.protocol)?;
-        let addr = resolve(&s.address, port).map_err(|e| format!("server {}: {e}", s.address))?;
-        let mut t = Target::new(&s.protocol, addr);
+        let mut t =
+            front::server_target(set, &s.protocol, &s.address).map_err(|e| format!("server {}: {e}", s.address))?;
+        let addr = t.addr;
         t.params = s.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         targets.push(t);
         if s.verify_join {
@@ -180,7 +174,7 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
         }
     }
     for l in &cfg.list {
-        let port = default_port(set, &l.protocol)?;
+        let port = default_port(set, &l.protocol).map_err(|e| e.to_string())?;
         let text = std::fs::read_to_string(&l.file).map_err(|e| format!("cannot read {}: {e}", l.file))?;
         for (line, entry) in list_entries(&text) {
             match resolve(entry, port) {
@@ -201,31 +195,18 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
         let Some(servers) = &m.servers else {
             return Err(format!("master {}: servers (the protocol of its entries) is required", m.protocol));
         };
-        default_port(set, servers)?;
-        let port = default_port(set, &m.protocol)?;
-        if set.protocol(&m.protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
-            return Err(format!("{} is not a master protocol", m.protocol));
-        }
         let Some(address) = &m.address else {
             return Err(format!("master {}: address is required", m.protocol));
         };
-        let addr = resolve(address, port).map_err(|e| format!("master {address}: {e}"))?;
-        let mut params = Vec::new();
-        if let Some(g) = &m.game {
-            params.push(("game".to_owned(), g.clone()));
-        }
-        if let Some(p) = m.game_protocol {
-            params.push(("game_protocol".to_owned(), p.to_string()));
-        }
-        if let Some(f) = &m.filters {
-            params.push(("filters".to_owned(), f.clone()));
-        }
-        targets.push(Target {
+        let spec = MasterSpec {
             protocol: m.protocol.clone(),
-            addr,
-            params,
-            expand: Some((servers.clone(), Vec::new())),
-        });
+            address: address.clone(),
+            servers: servers.clone(),
+            game: m.game.clone(),
+            game_protocol: m.game_protocol.map(|p| p.to_string()),
+            filters: m.filters.clone(),
+        };
+        targets.push(front::master_target(set, &spec).map_err(|e| e.to_string())?);
     }
     Ok(Sources { targets, joins, http_masters })
 }
@@ -328,9 +309,11 @@ impl Settings {
         };
         let scan_cfg = ScanConfig {
             master_policy: policy,
-            timeout: Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000).clamp(1, 600_000)),
-            retries: a.retries.or(cfg.retries).unwrap_or(2).min(16),
-            ..ScanConfig::default()
+            ..ScanConfig::front(
+                Duration::from_millis(a.timeout_ms.or(cfg.timeout_ms).unwrap_or(1000)),
+                a.retries.or(cfg.retries).unwrap_or(2),
+                Vec::new(),
+            )
         };
         let db = DbPlace { path: db, retention, max_queued_bytes };
         Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg })
@@ -394,8 +377,9 @@ impl<'a> Running<'a> {
             Some(addr) => {
                 let sa: SocketAddr = resolve(addr, 8080).map_err(|e| (exit::USAGE, format!("--http {addr}: {e}")))?;
                 let (id, local) = reactor
-                    .add_http_listener(sa, Limits::default())
+                    .add_http_listener(sa, Limits::from_env())
                     .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
+                reactor.http_allow_hosts(id, &a.allow_host);
                 eprintln!("bzhead: monitor API on http://{local}/");
                 Some(id)
             }
@@ -577,17 +561,9 @@ impl<'a> Running<'a> {
         }
         let Some(p) = self.plugins.take() else { return };
         // The round's pace (round_rate) from its targets; retuned once masters expanded it (Running::repace).
-        // Bursts of 100 ms' worth (ScanConfig::burst_for_rate).
-        let round_rate = round_rate(self.targets.len() as u64, self.interval, self.rate);
-        let cfg =
-            ScanConfig { rate: round_rate, burst: ScanConfig::burst_for_rate(round_rate), ..self.scan_cfg.clone() };
-        let mut scan = Scan::new(p, cfg, now);
-        scan.reserve(self.targets.len());
-        for t in &self.targets {
-            let _ = scan.add_target(now, t.clone());
-        }
+        let cfg = self.scan_cfg.clone().at_rate(round_rate(self.targets.len() as u64, self.interval, self.rate));
         self.monitor.begin_round(unix_now());
-        self.round = Some((self.reactor.add_scan(scan), now));
+        self.round = Some((front::start(&mut self.reactor, p, cfg, &self.targets), now));
         let round = self.monitor.round();
         for (format, url) in &self.http_masters {
             let (format, url) = (*format, url.clone());
@@ -629,11 +605,11 @@ impl<'a> Running<'a> {
     /// The round's results, to the monitor.
     fn take_results(&mut self) {
         let mut expanded = false;
-        while let Some((sid, _, ScanEvent::Result(r))) = self.reactor.poll_scan_event() {
+        let monitor = &mut self.monitor;
+        front::drain(&mut self.reactor, |r| {
             expanded |= r.outcome.as_ref().is_ok_and(|a| a.servers().is_some());
-            self.monitor.observe(&r);
-            self.reactor.recycle_scan_result(sid, r);
-        }
+            monitor.observe(r);
+        });
         if expanded {
             self.repace();
         }
@@ -690,15 +666,12 @@ impl<'a> Running<'a> {
         match outcome {
             Ok(entries) => {
                 // The same entry policy as a UDP master's list.
-                let mut filter = EntryFilter::new(self.policy);
-                let mut seen = std::collections::HashSet::new();
-                let taken: Vec<_> =
-                    entries.into_iter().filter(|e| seen.insert(e.addr) && filter.check(e.addr).is_ok()).collect();
-                info!(taken = taken.len(), dropped = filter.counts().dropped(), "master list fetched");
+                let (taken, dropped) = front::listed_targets(entries.iter().map(|e| (e.protocol, e.addr)), self.policy);
+                info!(taken = taken.len(), dropped, "master list fetched");
                 if let Some((id, _)) = self.round {
                     self.reactor.with_scan(id, |scan, now| {
-                        for e in taken {
-                            let _ = scan.add_target(now, Target::new(e.protocol, e.addr));
+                        for t in taken {
+                            let _ = scan.add_target(now, t);
                         }
                     });
                     self.repace();
@@ -770,8 +743,9 @@ fn serve_http(
                         reactor.http_respond(conn, &resp);
                     }
                     Routed::Events { after } => {
-                        reactor.http_stream(conn, &sse_head(2000));
-                        streams.push((conn, after));
+                        if reactor.http_stream(conn, &sse_head(2000)) {
+                            streams.push((conn, after));
+                        }
                     }
                 }
             }

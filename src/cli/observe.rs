@@ -1,8 +1,9 @@
 //! `bzhead observe SERVER`: one observer (or `--count N` of them on one event loop) that prints what happens on a
-//! server, bzadmin-style text or JSON lines; with `--web`, [`super::web`] serves the live view next to it.
+//! server, bzadmin-style text or JSON lines; with `--web`, `cli/web.rs` serves the live view next to it.
 //!
 //! What both forms share is here: the arguments, the observer's session configuration and options, and
-//! [`Controls`] (lines typed on stdin, signals and `--for`).
+//! [`Controls`] (lines typed on stdin, signals and `--for`). The dependency runs one way: `cli/web.rs` uses these;
+//! this module knows nothing of it (`main.rs` sends `observe --web` there).
 
 use std::io::{self, BufRead, BufWriter, StdoutLock, Write};
 use std::net::SocketAddr;
@@ -32,6 +33,10 @@ pub struct ObserveArgs {
     /// 127.0.0.1:PORT for a bare PORT. The URL is printed on stderr; the events still go to stdout.
     #[arg(long, value_name = "ADDR")]
     pub web: Option<String>,
+    /// With --web on a loopback address: also accept requests whose Host is NAME (say, the name a reverse proxy
+    /// forwards; "*" for any); others than localhost, 127.x and [::1] get 421 (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME", requires = "web")]
+    pub allow_host: Vec<String>,
     /// Callsign to join with.
     #[arg(long, default_value = "bzhead")]
     pub callsign: String,
@@ -211,15 +216,12 @@ pub fn netstats_block(session: &Session, now: Instant, t: Duration, json: bool) 
     std::iter::once(link_line(session, now, t, json)).chain(netstats_lines(session, now, t, json))
 }
 
-/// Runs the command; returns the exit code.
+/// Runs the command without `--web`; returns the exit code.
 pub fn run(a: ObserveArgs) -> u8 {
     let filter = match super::event_filter(&a.show, &a.hide) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    if let Some(web) = &a.web {
-        return super::web::observe_web(&a, web, &filter, a.reconnect);
-    }
     if a.servers.len() > 1 {
         eprintln!("bzhead: several servers need --web (one observer each, on one event loop)");
         return exit::USAGE;

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
+use bzhead::query::front::{self, FrontError, MasterSpec, Tick};
 use bzhead::query::loader::{plugin_dirs, PluginOrigin, PluginSet, ProtocolKind};
 use bzhead::query::result::QueryResult;
 use bzhead::query::targets::{list_entries, resolve};
-use bzhead::query::{Scan, ScanConfig, ScanEvent, ScanStats, Target, BZFLAG, BZFLAG_PORT};
+use bzhead::query::{ScanConfig, ScanStats, Target, BZFLAG, BZFLAG_PORT};
 use bzhead::reactor::Reactor;
 use bzhead::text::for_terminal;
 
@@ -157,34 +158,21 @@ fn parse_params(raw: &[String]) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
-fn default_port(set: &PluginSet, protocol: &str) -> Option<u16> {
-    if protocol == BZFLAG {
-        return Some(BZFLAG_PORT);
+/// Prints a front-door error (with the plugin directories searched, for an unknown protocol); returns the usage
+/// exit code.
+fn usage_error(e: &FrontError, dirs: &PluginDirs) -> u8 {
+    let mut msg = e.to_string();
+    if let FrontError::UnknownProtocol(_) = e {
+        let searched: Vec<String> =
+            plugin_dirs(&dirs.plugin_dir).iter().map(|d| d.path.display().to_string()).collect();
+        msg += &format!("\n  plugin directories searched: {}, then the built-in plugins", searched.join(", "));
     }
-    set.protocol(protocol).map(|d| d.default_port)
-}
-
-fn unknown_protocol(set: &PluginSet, protocol: &str, dirs: &PluginDirs) -> String {
-    let mut known = vec![BZFLAG];
-    known.extend(set.protocol_names());
-    let mut msg = format!("unknown protocol {protocol:?}; known: {}", known.join(", "));
-    let searched: Vec<String> = plugin_dirs(&dirs.plugin_dir).iter().map(|d| d.path.display().to_string()).collect();
-    msg += &format!("\n  plugin directories searched: {}, then the built-in plugins", searched.join(", "));
-    for e in set.errors() {
-        msg += &format!("\n  not loaded: {e}");
-    }
-    msg
+    eprintln!("bzhead: {msg}");
+    exit::USAGE
 }
 
 fn config(opts: &QueryOptions, params: Vec<(String, String)>) -> ScanConfig {
-    ScanConfig {
-        timeout: Duration::from_millis(opts.timeout_ms.clamp(1, 600_000)),
-        retries: opts.retries.min(16),
-        // Every query's tokens and challenges come fresh from the operating system's random source.
-        seed: 0,
-        params,
-        ..ScanConfig::default()
-    }
+    ScanConfig::front(Duration::from_millis(opts.timeout_ms), opts.retries, params)
 }
 
 // ------------------------------------------------------------------------------------------------ plugins
@@ -307,23 +295,16 @@ pub fn query(args: Vec<String>) -> u8 {
         params.push(("game_protocol".into(), g.to_string()));
     }
     let set = load(&a.opts.dirs);
-    let Some(port) = default_port(&set, &a.protocol) else {
-        eprintln!("bzhead: {}", unknown_protocol(&set, &a.protocol, &a.opts.dirs));
-        return exit::USAGE;
-    };
     let mut targets = Vec::new();
     for s in &a.servers {
-        match resolve(s, port) {
-            Ok(addr) => targets.push(Target { params: Vec::new(), ..Target::new(&a.protocol, addr) }),
-            Err(e) => {
-                eprintln!("bzhead: {e}");
-                return exit::USAGE;
-            }
+        match front::server_target(&set, &a.protocol, s) {
+            Ok(t) => targets.push(t),
+            Err(e) => return usage_error(&e, &a.opts.dirs),
         }
     }
-    let cfg = ScanConfig { pace: Duration::ZERO, ..config(&a.opts, params) };
+    let cfg = config(&a.opts, params).unpaced();
     let mut results = Vec::new();
-    let run = run_scan(set, cfg, targets, |t| {
+    let run = run_scan(set, cfg, &targets, |t| {
         if let Tick::Result(r) = t {
             results.push(r.clone());
         }
@@ -367,45 +348,18 @@ fn exit_code(results: &[QueryResult]) -> u8 {
     code
 }
 
-/// What [`run_scan`] reports to its caller.
-enum Tick<'a> {
-    /// A query finished.
-    Result(&'a QueryResult),
-    /// A turn ended: the counters and how many queries are left (waiting or running).
-    Turn(&'a ScanStats, usize),
-}
-
-/// Runs a scan of `targets` on a fresh reactor until everything finished, handing each result and the end of each
-/// turn to `on`; returns the final counters.
+/// Runs a scan of `targets` on a fresh reactor until everything finished (the library's driver,
+/// [`front::run`]), handing each result and the end of each turn to `on`; returns the final counters.
 fn run_scan(
     set: PluginSet,
     cfg: ScanConfig,
-    targets: Vec<Target>,
-    mut on: impl FnMut(Tick<'_>),
+    targets: &[Target],
+    on: impl FnMut(Tick<'_>),
 ) -> Result<ScanStats, String> {
     let mut reactor = Reactor::new().map_err(|e| format!("cannot start the event loop: {e}"))?;
-    let now = Instant::now();
-    let mut scan = Scan::new(set, cfg, now);
-    scan.reserve(targets.len());
-    for t in targets {
-        let _ = scan.add_target(now, t); // duplicates are counted and skipped
-    }
-    let id = reactor.add_scan(scan);
-    loop {
-        while let Some((sid, _, ev)) = reactor.poll_scan_event() {
-            let ScanEvent::Result(r) = ev;
-            on(Tick::Result(&r));
-            reactor.recycle_scan_result(sid, r);
-        }
-        if let Some(s) = reactor.scan(id) {
-            on(Tick::Turn(&s.stats(), s.pending() + s.running()));
-        }
-        if reactor.is_scan_done(id) {
-            break;
-        }
-        reactor.turn(Some(Duration::from_millis(100))).map_err(|e| format!("event loop failed: {e}"))?;
-    }
-    Ok(reactor.scan(id).map(Scan::stats).unwrap_or_default())
+    front::run(&mut reactor, set, cfg, targets, on, |r| {
+        r.turn(Some(Duration::from_millis(100))).map_err(|e| format!("event loop failed: {e}"))
+    })
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -519,29 +473,27 @@ pub fn scan(a: ScanArgs) -> u8 {
         }
     };
     let set = load(&a.opts.dirs);
-    let Some(port) = default_port(&set, &a.protocol) else {
-        eprintln!("bzhead: {}", unknown_protocol(&set, &a.protocol, &a.opts.dirs));
-        return exit::USAGE;
+    let port = match front::server_port(&set, &a.protocol) {
+        Ok(p) => p,
+        Err(FrontError::IsMaster(p)) => {
+            eprintln!("bzhead: {p} is a master protocol; use it with --master (and --master-protocol)");
+            return exit::USAGE;
+        }
+        Err(e) => return usage_error(&e, &a.opts.dirs),
     };
-    if set.protocol(&a.protocol).is_some_and(|d| d.kind == ProtocolKind::Master) {
-        eprintln!("bzhead: {} is a master protocol; use it with --master (and --master-protocol)", a.protocol);
-        return exit::USAGE;
-    }
     let (targets, master_proto) = match scan_targets(&a, &set, port) {
         Ok(x) => x,
         Err(code) => return code,
     };
     // The master gets the plugin parameters of the servers only through its own flags.
     let cfg = ScanConfig {
-        rate: a.rate.max(1),
-        burst: ScanConfig::burst_for_rate(a.rate),
         concurrency: a.concurrency.max(1),
         master_policy: MasterPolicy { allow_special_use: a.allow_private, max_ports_per_host: a.max_ports_per_host },
-        ..config(&a.opts, params)
+        ..config(&a.opts, params).at_rate(a.rate)
     };
     let started = Instant::now();
     let mut printer = ScanPrinter::new(&a, master_proto);
-    let run = run_scan(set, cfg, targets, |t| match t {
+    let run = run_scan(set, cfg, &targets, |t| match t {
         Tick::Result(r) => printer.result(r),
         Tick::Turn(st, left) => printer.turn(st, left),
     });
@@ -559,23 +511,16 @@ fn scan_targets(a: &ScanArgs, set: &PluginSet, port: u16) -> Result<(Vec<Target>
         match bzhead::monitor::masters::fetch(format, url) {
             Ok(entries) => {
                 // The list's entries go through the same policy as a UDP master's.
-                let mut filter = bzhead::query::filter::EntryFilter::new(MasterPolicy {
-                    allow_special_use: a.allow_private,
-                    max_ports_per_host: a.max_ports_per_host,
-                });
-                let mut seen = std::collections::HashSet::new();
-                let before = targets.len();
-                for e in entries.iter().filter(|e| e.protocol == a.protocol) {
-                    if seen.insert(e.addr) && filter.check(e.addr).is_ok() {
-                        targets.push(Target::new(&a.protocol, e.addr));
-                    }
-                }
+                let policy =
+                    MasterPolicy { allow_special_use: a.allow_private, max_ports_per_host: a.max_ports_per_host };
+                let listed = entries.iter().filter(|e| e.protocol == a.protocol).map(|e| (e.protocol, e.addr));
+                let (taken, dropped) = front::listed_targets(listed, policy);
                 eprintln!(
-                    "bzhead: master {url} listed {} servers; {} taken, {} dropped by the entry policy",
+                    "bzhead: master {url} listed {} servers; {} taken, {dropped} dropped by the entry policy",
                     entries.len(),
-                    targets.len() - before,
-                    filter.counts().dropped()
+                    taken.len(),
                 );
+                targets = taken;
             }
             Err(e) => {
                 eprintln!("bzhead: master {e}");
@@ -583,7 +528,18 @@ fn scan_targets(a: &ScanArgs, set: &PluginSet, port: u16) -> Result<(Vec<Target>
             }
         }
     } else if let Some(m) = &a.master {
-        targets.push(master_target(a, set, m)?);
+        let spec = MasterSpec {
+            protocol: a.master_protocol.clone(),
+            address: m.clone(),
+            servers: a.protocol.clone(),
+            game: a.game.clone(),
+            game_protocol: a.game_protocol.map(|p| p.to_string()),
+            filters: a.filters.clone(),
+        };
+        match front::master_target(set, &spec) {
+            Ok(t) => targets.push(t),
+            Err(e) => return Err(usage_error(&e, &a.opts.dirs)),
+        }
         master_proto = Some(a.master_protocol.clone());
     }
     if let Some(path) = &a.list {
@@ -602,39 +558,6 @@ fn scan_targets(a: &ScanArgs, set: &PluginSet, port: u16) -> Result<(Vec<Target>
         }
     }
     Ok((targets, master_proto))
-}
-
-/// The target of a master `m` asked over UDP, whose entries the scan queries with `--protocol`. `Err` is the exit
-/// code.
-fn master_target(a: &ScanArgs, set: &PluginSet, m: &str) -> Result<Target, u8> {
-    let Some(mport) = default_port(set, &a.master_protocol) else {
-        eprintln!("bzhead: {}", unknown_protocol(set, &a.master_protocol, &a.opts.dirs));
-        return Err(exit::USAGE);
-    };
-    if set.protocol(&a.master_protocol).is_none_or(|d| d.kind != ProtocolKind::Master) {
-        eprintln!("bzhead: {} is not a master protocol", a.master_protocol);
-        return Err(exit::USAGE);
-    }
-    let addr = match resolve(m, mport) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("bzhead: master {e}");
-            return Err(exit::USAGE);
-        }
-    };
-    let mut mparams = Vec::new();
-    let game_protocol = a.game_protocol.map(|p| p.to_string());
-    for (k, v) in [("game", &a.game), ("game_protocol", &game_protocol), ("filters", &a.filters)] {
-        if let Some(v) = v {
-            mparams.push((k.to_owned(), v.clone()));
-        }
-    }
-    Ok(Target {
-        protocol: a.master_protocol.clone(),
-        addr,
-        params: mparams,
-        expand: Some((a.protocol.clone(), Vec::new())),
-    })
 }
 
 /// Lines are gathered and written every [`FLUSH_EVERY`] (or per [`OUT_CHUNK`], and at the end): they reach a pipe

@@ -45,8 +45,19 @@ struct Server {
     exit_code: Option<u8>,
 }
 
-/// Runs the command; returns the exit code.
-pub fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool) -> u8 {
+/// Runs `observe --web`; returns the exit code.
+pub fn run(a: ObserveArgs) -> u8 {
+    let filter = match super::event_filter(&a.show, &a.hide) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    match &a.web {
+        Some(web) => observe_web(&a, web, &filter, a.reconnect),
+        None => super::observe::run(a),
+    }
+}
+
+fn observe_web(a: &ObserveArgs, web: &str, filter: &Filter, reconnect: bool) -> u8 {
     let bind = match web_addr(web) {
         Ok(x) => x,
         Err(e) => {
@@ -114,10 +125,11 @@ impl<'a> WebObservers<'a> {
         mut servers: Vec<Server>,
     ) -> Result<WebObservers<'a>, u8> {
         let mut reactor = super::new_reactor()?;
-        let (_listener, local) = reactor.add_http_listener(bind, Limits::default()).map_err(|e| {
+        let (listener, local) = reactor.add_http_listener(bind, Limits::from_env()).map_err(|e| {
             eprintln!("bzhead: cannot serve the web view on {bind}: {e}");
             exit::USAGE
         })?;
+        reactor.http_allow_hosts(listener, &a.allow_host);
         let start = Instant::now();
         // The netstats lines as without --web; the page's lag figures want /lagstats now and then even without them.
         let print_netstats = secs(a.netstats) > Duration::ZERO;
@@ -195,6 +207,10 @@ impl<'a> WebObservers<'a> {
                 let _ = self.out.flush();
             }
             self.remove_ended();
+            // Worlds the reactor's worker modelled for the view.
+            while let Some((id, result)) = self.reactor.poll_job() {
+                let _ = self.view.on_job(id, result);
+            }
             while let Some(ev) = self.reactor.poll_http_event() {
                 self.view.on_http(&mut self.reactor, ev);
             }

@@ -6,37 +6,100 @@
 //! [`HttpConn::respond`] (a whole [`Response`]) or turns the connection into a Server-Sent Events stream with
 //! [`HttpConn::start_stream`] and [`HttpConn::push`], and the bytes to write come out of
 //! [`HttpConn::pending`] / [`HttpConn::consumed`]. [`HttpConn::deadline`] says when the connection must be closed
-//! if nothing happens (a request that never finishes, an idle keep-alive connection).
+//! if nothing happens (a request that never finishes, an idle keep-alive connection, a reader that stopped reading,
+//! a stream at its age limit).
 //!
-//! The reactor (`crate::reactor`, its `http` part) owns the listener and the streams, registers `WRITABLE` only
-//! while [`HttpConn::pending`] is not empty, caps the number of connections and hands requests to the application
-//! as [`crate::reactor::HttpEvent`]s.
+//! The reactor (`crate::reactor`, its `http` part) owns the listener and the streams, reads a connection only as
+//! far as [`HttpConn::read_room`] allows (nothing while it is 0: the client meets TCP backpressure, no byte is ever
+//! dropped), registers `WRITABLE` only while [`HttpConn::pending`] is not empty, caps connections and streams per
+//! listener and per peer address, checks `Host` on loopback listeners ([`host_allowed`]) and hands requests to the
+//! application as [`crate::reactor::HttpEvent`]s.
 //!
-//! Everything a peer controls is bounded ([`Limits`]): the request head (line and headers together), the number of
-//! headers, the time a request may take, and the bytes queued for a stream whose reader stopped reading (the
-//! connection is dropped, never waited for). Requests with a body are refused (the views are read-only), and so
-//! is any byte a client sends on a stream (for example WebSocket frames): the stream is closed.
+//! Everything a peer controls is bounded ([`Limits`], defaults in the constants below):
+//! - the request head (line and headers together, [`MAX_HEAD`] bytes) and the number of headers
+//!   ([`MAX_HEADERS`]); the input buffer holds at most [`MAX_HEAD`] + 1 bytes, pipelined requests included, and
+//!   the socket is not read while it is full;
+//! - the output of one connection: no next pipelined request is parsed, and the socket is not read, while more than
+//!   [`MAX_QUEUED_OUT`] bytes wait to be written. What a client that does not read costs is therefore at most
+//!   [`MAX_HEAD`] + 1 + [`MAX_QUEUED_OUT`] bytes plus one response (a [`Body::shared`] body is shared between all
+//!   the connections sending it, not copied), plus the kernel's send buffer; and after [`Limits::idle_timeout`]
+//!   without a byte read by the client, the connection is closed ([`CloseReason::Stalled`]; a stream is judged by
+//!   its queue instead);
+//! - a stream's queue ([`MAX_STREAM_QUEUE`]; a push beyond it drops the connection) and its age
+//!   ([`MAX_STREAM_AGE`], then it is closed: browsers reconnect by themselves, with `Last-Event-ID`);
+//! - the time a request may take ([`REQUEST_TIMEOUT`]) and an idle keep-alive connection may stay
+//!   ([`IDLE_TIMEOUT`]);
+//! - connections and streams per listener ([`MAX_CONNECTIONS`], [`MAX_STREAMS`]) and per peer address
+//!   ([`MAX_CONNECTIONS_PER_PEER`], [`MAX_STREAMS_PER_PEER`]; an IPv6 peer counts by its /64): streams take at most
+//!   half of the connections, so one address holding streams leaves room for short requests (a scrape) from it and
+//!   from everyone else.
+//!
+//! Requests with a body are refused (the views are read-only), and so is any byte a client sends on a stream (for
+//! example WebSocket frames): the stream is closed. `HEAD` on a stream gets the stream's head and no body.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Default [`Limits::max_connections`]: connections open at once per listener.
+pub const MAX_CONNECTIONS: usize = 128;
+/// Default [`Limits::max_connections_per_peer`]: connections open at once from one peer address.
+pub const MAX_CONNECTIONS_PER_PEER: usize = 32;
+/// Default [`Limits::max_streams`]: streams at once per listener (half the connections: the rest stay for short
+/// requests).
+pub const MAX_STREAMS: usize = 64;
+/// Default [`Limits::max_streams_per_peer`]: streams at once from one peer address.
+pub const MAX_STREAMS_PER_PEER: usize = 8;
+/// Default [`Limits::max_head`]: bytes of a request head; also the input buffer (plus one byte).
+pub const MAX_HEAD: usize = 8 * 1024;
+/// Default [`Limits::max_headers`].
+pub const MAX_HEADERS: usize = 32;
+/// Default [`Limits::max_queued_out`]: bytes queued for a connection past which no next request is parsed and the
+/// socket is not read.
+pub const MAX_QUEUED_OUT: usize = 64 * 1024;
+/// Default [`Limits::max_stream_queue`].
+pub const MAX_STREAM_QUEUE: usize = 512 * 1024;
+/// Default [`Limits::max_stream_age`]: a stream is closed this long after it started.
+pub const MAX_STREAM_AGE: Duration = Duration::from_secs(10 * 60);
+/// Default [`Limits::request_timeout`].
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default [`Limits::idle_timeout`] (also the time a client may go without reading a queued byte).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default [`Limits::linger`].
+pub const LINGER: Duration = Duration::from_secs(2);
+/// The environment variable that overrides [`Limits::max_stream_age`] in [`Limits::from_env`] (seconds, a
+/// positive number; meant for tests and for operators whose proxies cut streams sooner).
+pub const STREAM_MAX_AGE_ENV: &str = "BZHEAD_HTTP_STREAM_MAX_AGE";
 
 /// Bounds of the HTTP side; see the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Most connections open at once; one more is answered `503` and closed at once.
     pub max_connections: usize,
+    /// Most connections open at once from one peer address (IPv6: one /64); one more is answered `503`.
+    pub max_connections_per_peer: usize,
+    /// Most streams at once; one more stream request is answered `503`.
+    pub max_streams: usize,
+    /// Most streams at once from one peer address; one more stream request is answered `503`.
+    pub max_streams_per_peer: usize,
     /// Most bytes of a request head (request line and headers); beyond it: `414` when the request line alone is
     /// longer, else `431`.
     pub max_head: usize,
     /// Most headers of a request (`431` beyond).
     pub max_headers: usize,
+    /// Bytes queued for a connection past which it parses no next request and is not read.
+    pub max_queued_out: usize,
     /// Time allowed for a whole request head, from its first byte (or from the accept); then `408` and close.
     pub request_timeout: Duration,
-    /// Time an idle keep-alive connection stays open between requests.
+    /// Time an idle keep-alive connection stays open between requests, and time a client may go without reading
+    /// any of the bytes queued for it (then the connection is closed).
     pub idle_timeout: Duration,
     /// Most bytes queued for a stream; a push beyond it drops the connection (its reader stopped reading).
     pub max_stream_queue: usize,
+    /// A stream is closed this long after it started.
+    pub max_stream_age: Duration,
     /// Time a connection closing after an error response may take to flush it.
     pub linger: Duration,
 }
@@ -44,15 +107,88 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_connections: 128,
-            max_head: 8 * 1024,
-            max_headers: 32,
-            request_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(30),
-            max_stream_queue: 512 * 1024,
-            linger: Duration::from_secs(2),
+            max_connections: MAX_CONNECTIONS,
+            max_connections_per_peer: MAX_CONNECTIONS_PER_PEER,
+            max_streams: MAX_STREAMS,
+            max_streams_per_peer: MAX_STREAMS_PER_PEER,
+            max_head: MAX_HEAD,
+            max_headers: MAX_HEADERS,
+            max_queued_out: MAX_QUEUED_OUT,
+            request_timeout: REQUEST_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            max_stream_queue: MAX_STREAM_QUEUE,
+            max_stream_age: MAX_STREAM_AGE,
+            linger: LINGER,
         }
     }
+}
+
+impl Limits {
+    /// The defaults, with [`Limits::max_stream_age`] taken from [`STREAM_MAX_AGE_ENV`] when it is set to a
+    /// positive number of seconds (anything else is ignored).
+    pub fn from_env() -> Limits {
+        let age = std::env::var(STREAM_MAX_AGE_ENV).ok().and_then(|v| v.trim().parse::<f64>().ok());
+        let mut l = Limits::default();
+        if let Some(secs) = age.filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9) {
+            l.max_stream_age = Duration::from_secs_f64(secs);
+        }
+        l
+    }
+}
+
+/// What a connection counts under for [`Limits::max_connections_per_peer`] and
+/// [`Limits::max_streams_per_peer`]: an IPv4 address (IPv4-mapped IPv6 included) or an IPv6 /64.
+pub fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+/// The host name of a `Host` header value, without the port, lower-cased, without a trailing dot; an IPv6 literal
+/// keeps its brackets.
+fn host_name(host: &str) -> String {
+    let host = host.trim();
+    let name = if host.starts_with('[') {
+        host.split_inclusive(']').next().unwrap_or(host)
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => host,
+        }
+    };
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// True when a `Host` value names this machine's loopback: `localhost` (or a `.localhost` name), an address of
+/// 127.0.0.0/8, or `[::1]`, with or without a port.
+pub fn host_is_loopback(host: &str) -> bool {
+    let name = host_name(host);
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    if let Some(v6) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        return v6.parse::<Ipv6Addr>().is_ok_and(|a| a.is_loopback());
+    }
+    name.parse::<Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+}
+
+/// The `Host` check of a loopback listener (the defence against DNS rebinding: a page of another site whose name
+/// was made to point at 127.0.0.1 sends its own name): allowed when absent (HTTP/1.0 clients), when a loopback name
+/// ([`host_is_loopback`]), or when its name (port left out, case ignored) is one of `extra` (`*` allows any).
+pub fn host_allowed(host: Option<&str>, extra: &[String]) -> bool {
+    let Some(host) = host else { return true };
+    if host_is_loopback(host) {
+        return true;
+    }
+    let name = host_name(host);
+    extra.iter().any(|e| e == "*" || host_name(e) == name)
 }
 
 /// The request methods a read-only view answers.
@@ -246,12 +382,90 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        421 => "Misdirected Request",
         414 => "URI Too Long",
         426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "",
+    }
+}
+
+/// The bytes of a response body: owned, static, or shared between responses (an [`Arc`]: a big cached answer is
+/// queued on every connection that asks for it without being copied).
+#[derive(Debug, Clone)]
+pub struct Body(BodyRepr);
+
+#[derive(Debug, Clone)]
+enum BodyRepr {
+    Owned(Vec<u8>),
+    Static(&'static [u8]),
+    Shared(Arc<[u8]>),
+}
+
+impl Body {
+    /// A body shared with its other holders (cloning it clones the `Arc`, not the bytes).
+    pub fn shared(bytes: Arc<[u8]>) -> Body {
+        Body(BodyRepr::Shared(bytes))
+    }
+
+    /// The body of a constant.
+    pub fn from_static(bytes: &'static [u8]) -> Body {
+        Body(BodyRepr::Static(bytes))
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.0 {
+            BodyRepr::Owned(v) => v,
+            BodyRepr::Static(s) => s,
+            BodyRepr::Shared(a) => a,
+        }
+    }
+
+    /// True when cloning this body copies no bytes (static or shared).
+    pub fn is_shared(&self) -> bool {
+        !matches!(self.0, BodyRepr::Owned(_))
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Body {}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Body {
+        Body(BodyRepr::Owned(v))
+    }
+}
+
+impl From<Arc<[u8]>> for Body {
+    fn from(a: Arc<[u8]>) -> Body {
+        Body::shared(a)
+    }
+}
+
+impl From<&'static [u8]> for Body {
+    fn from(s: &'static [u8]) -> Body {
+        Body::from_static(s)
+    }
+}
+
+impl From<&'static str> for Body {
+    fn from(s: &'static str) -> Body {
+        Body::from_static(s.as_bytes())
     }
 }
 
@@ -263,14 +477,20 @@ pub struct Response {
     /// Headers besides `Content-Length` and `Connection`, which are added when written.
     pub headers: Vec<(String, String)>,
     /// Body.
-    pub body: Vec<u8>,
+    pub body: Body,
     /// Close the connection after this response even when the client asked to keep it alive.
     pub close: bool,
 }
 
 impl Response {
-    /// A response with this status, content type and body.
+    /// A response with this status, content type and body (copied into each connection that is sent it; see
+    /// [`Response::shared`] for big answers).
     pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Response {
+        Response::shared(status, content_type, Body::from(body.into()))
+    }
+
+    /// A response with this status, content type and body; a static or [`Arc`] body is not copied per request.
+    pub fn shared(status: u16, content_type: &str, body: impl Into<Body>) -> Response {
         Response {
             status,
             headers: vec![
@@ -305,8 +525,8 @@ impl Response {
         self
     }
 
-    /// The bytes on the wire; without the body for `HEAD`.
-    pub fn to_bytes(&self, keep_alive: bool, head_only: bool) -> Vec<u8> {
+    /// The status line and headers on the wire.
+    pub fn head_bytes(&self, keep_alive: bool) -> Vec<u8> {
         let mut s = format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status));
         for (n, v) in &self.headers {
             // Header values are ours; strip line breaks anyway so that nothing can split the head.
@@ -315,7 +535,12 @@ impl Response {
         }
         let _ = write!(s, "Content-Length: {}\r\n", self.body.len());
         s.push_str(if keep_alive { "Connection: keep-alive\r\n\r\n" } else { "Connection: close\r\n\r\n" });
-        let mut out = s.into_bytes();
+        s.into_bytes()
+    }
+
+    /// The bytes on the wire; without the body for `HEAD`.
+    pub fn to_bytes(&self, keep_alive: bool, head_only: bool) -> Vec<u8> {
+        let mut out = self.head_bytes(keep_alive);
         if !head_only {
             out.extend_from_slice(&self.body);
         }
@@ -376,6 +601,10 @@ pub enum CloseReason {
     PeerClosed,
     /// Its stream's send queue passed [`Limits::max_stream_queue`] (the reader stopped reading).
     SendQueueFull,
+    /// Bytes were queued for it (not a stream) and it read none of them for [`Limits::idle_timeout`].
+    Stalled,
+    /// Its stream reached [`Limits::max_stream_age`].
+    StreamAge,
     /// The client sent bytes on a stream (a read-only view accepts none: WebSocket frames, a second request).
     ClientSentOnStream,
     /// A refused request (the error response was queued first).
@@ -395,6 +624,8 @@ impl std::fmt::Display for CloseReason {
         match self {
             CloseReason::PeerClosed => write!(f, "peer closed"),
             CloseReason::SendQueueFull => write!(f, "send queue full (the client stopped reading)"),
+            CloseReason::Stalled => write!(f, "the client read nothing of its queued bytes in time"),
+            CloseReason::StreamAge => write!(f, "stream at its age limit"),
             CloseReason::ClientSentOnStream => write!(f, "client sent data on a read-only stream"),
             CloseReason::Refused(e) => write!(f, "refused: {e}"),
             CloseReason::Done => write!(f, "done"),
@@ -410,18 +641,28 @@ impl std::fmt::Display for CloseReason {
 pub struct HttpConn {
     limits: Limits,
     state: ConnState,
+    /// Bytes read and not parsed yet: at most [`Limits::max_head`] + 1.
     inbuf: Vec<u8>,
-    out: Vec<u8>,
+    /// What is to be written, in order: response heads, bodies (shared ones not copied), stream bytes.
+    out: VecDeque<Body>,
+    /// Bytes of the front of `out` already written.
     out_sent: usize,
+    /// Bytes in `out` not written yet.
+    out_len: usize,
     /// When the request being read started (or the connection was accepted / went idle).
     since: Instant,
     /// A request head has started arriving (else the connection is idle).
     started: bool,
-    requests: VecDeque<Request>,
+    /// The request handed out (or to be handed out) and not answered yet.
+    request: Option<Request>,
     keep_alive: bool,
     close: Option<CloseReason>,
     close_when_flushed: Option<CloseReason>,
     closing_deadline: Option<Instant>,
+    /// Since when queued bytes wait without the client reading any (none while nothing is queued).
+    stalled_since: Option<Instant>,
+    /// When the stream started.
+    stream_since: Option<Instant>,
 }
 
 impl HttpConn {
@@ -431,15 +672,18 @@ impl HttpConn {
             limits,
             state: ConnState::Reading,
             inbuf: Vec::new(),
-            out: Vec::new(),
+            out: VecDeque::new(),
             out_sent: 0,
+            out_len: 0,
             since: now,
             started: true,
-            requests: VecDeque::new(),
+            request: None,
             keep_alive: true,
             close: None,
             close_when_flushed: None,
             closing_deadline: None,
+            stalled_since: None,
+            stream_since: None,
         }
     }
 
@@ -448,38 +692,64 @@ impl HttpConn {
         self.state
     }
 
-    /// Bytes read and not yet parsed (bounded by [`Limits::max_head`]).
+    /// Bytes read and not yet parsed (at most [`Limits::max_head`] + 1).
     pub fn buffered_in(&self) -> usize {
         self.inbuf.len()
     }
 
     /// Bytes queued to write.
     pub fn queued_out(&self) -> usize {
-        self.out.len() - self.out_sent
+        self.out_len
     }
 
-    /// Bytes the peer sent: parsed when a request is awaited, refused on a stream.
-    pub fn handle_data(&mut self, now: Instant, data: &[u8]) {
+    /// Bytes of a shared body in the queue count here too, though they are not this connection's own memory.
+    fn over_out_bound(&self) -> bool {
+        self.out_len > self.limits.max_queued_out
+    }
+
+    /// How many bytes the connection takes now: 0 while its output is past [`Limits::max_queued_out`] or its
+    /// input buffer is full (the reader must then leave the socket alone: the client meets TCP backpressure).
+    /// [`HttpConn::handle_data`] takes at most this many.
+    pub fn read_room(&self) -> usize {
         if self.close.is_some() {
-            return;
+            return 0;
+        }
+        match self.state {
+            // Bytes on a stream end it, bytes after a refusal are dropped: any amount does.
+            ConnState::Streaming | ConnState::Closing => self.limits.max_head.saturating_add(1),
+            ConnState::Reading | ConnState::Answering if self.over_out_bound() => 0,
+            ConnState::Reading | ConnState::Answering => {
+                self.limits.max_head.saturating_add(1).saturating_sub(self.inbuf.len())
+            }
+        }
+    }
+
+    /// Bytes the peer sent: parsed when a request is awaited, refused on a stream. Returns how many were taken:
+    /// never more than [`HttpConn::read_room`] said before the call (bytes past it must be offered again later,
+    /// nothing is dropped).
+    pub fn handle_data(&mut self, now: Instant, data: &[u8]) -> usize {
+        if self.close.is_some() {
+            return 0;
         }
         match self.state {
             ConnState::Streaming => {
                 if !data.is_empty() {
                     self.close = Some(CloseReason::ClientSentOnStream);
                 }
-                return;
+                return data.len();
             }
-            ConnState::Closing => return,
+            ConnState::Closing => return data.len(),
             ConnState::Reading | ConnState::Answering => {}
         }
-        if !self.started && !data.is_empty() {
+        let room = self.limits.max_head.saturating_add(1).saturating_sub(self.inbuf.len());
+        let take = data.len().min(room);
+        if !self.started && take > 0 && self.state == ConnState::Reading {
             self.started = true;
             self.since = now;
         }
-        let room = self.limits.max_head.saturating_add(1).saturating_sub(self.inbuf.len());
-        self.inbuf.extend_from_slice(&data[..data.len().min(room)]);
+        self.inbuf.extend_from_slice(&data[..take]);
         self.parse();
+        take
     }
 
     /// The peer closed its side.
@@ -489,11 +759,9 @@ impl HttpConn {
         }
     }
 
+    /// Parses the next request when one is awaited and the output is within its bound.
     fn parse(&mut self) {
-        if self.state != ConnState::Reading || self.inbuf.is_empty() {
-            if self.state == ConnState::Answering && self.inbuf.len() > self.limits.max_head {
-                self.refuse(RequestError::HeadTooLarge);
-            }
+        if self.state != ConnState::Reading || self.inbuf.is_empty() || self.over_out_bound() {
             return;
         }
         match parse_request(&self.inbuf, &self.limits) {
@@ -501,7 +769,7 @@ impl HttpConn {
             Ok(Parsed::Complete(req, n)) => {
                 self.inbuf.drain(..n);
                 self.keep_alive = req.keep_alive();
-                self.requests.push_back(req);
+                self.request = Some(req);
                 self.state = ConnState::Answering;
             }
             Err(e) => self.refuse(e),
@@ -514,7 +782,8 @@ impl HttpConn {
             resp = resp.with_header("Allow", "GET, HEAD");
         }
         self.inbuf.clear();
-        self.queue(&resp.to_bytes(false, false));
+        let now = self.since;
+        self.queue(now, Body::from(resp.to_bytes(false, false)));
         self.state = ConnState::Closing;
         self.close_when_flushed = Some(CloseReason::Refused(e));
         self.closing_deadline = None;
@@ -522,16 +791,29 @@ impl HttpConn {
 
     /// The next complete request, once (the application must then answer it).
     pub fn poll_request(&mut self) -> Option<Request> {
-        self.requests.pop_front()
+        if self.state == ConnState::Answering {
+            self.request.take()
+        } else {
+            None
+        }
     }
 
-    /// Answers the request handed out; the connection then reads the next one (keep-alive) or closes.
+    /// Answers the request handed out; the connection then reads the next one (keep-alive) or closes. The body is
+    /// queued as it is: a shared one is not copied.
     pub fn respond(&mut self, now: Instant, resp: &Response, head_only: bool) {
         if self.state != ConnState::Answering || self.close.is_some() {
             return;
         }
         self.keep_alive &= !resp.close;
-        self.queue(&resp.to_bytes(self.keep_alive, head_only));
+        self.queue(now, Body::from(resp.head_bytes(self.keep_alive)));
+        if !head_only && !resp.body.is_empty() {
+            self.queue(now, resp.body.clone());
+        }
+        self.answered(now);
+    }
+
+    /// After an answer: read the next request (keep-alive) or close once it is written.
+    fn answered(&mut self, now: Instant) {
         if self.keep_alive {
             self.state = ConnState::Reading;
             self.started = !self.inbuf.is_empty();
@@ -543,22 +825,32 @@ impl HttpConn {
         }
     }
 
-    /// Turns the connection into a stream: `head` (see [`sse_head`]) is written, then whatever is pushed.
-    pub fn start_stream(&mut self, head: &[u8]) {
+    /// Turns the connection into a stream: `head` (see [`sse_head`]) is written, then whatever is pushed. For a
+    /// `HEAD` request (`head_only`) only the response head is written (up to its blank line) and the connection
+    /// goes on as after any answer: returns false, as it does when there was no request to answer.
+    pub fn start_stream(&mut self, now: Instant, head: &[u8], head_only: bool) -> bool {
         if self.state != ConnState::Answering || self.close.is_some() {
-            return;
+            return false;
         }
-        self.queue(head);
+        if head_only {
+            let end = head.windows(4).position(|w| w == b"\r\n\r\n").map_or(head.len(), |p| p + 4);
+            self.queue(now, Body::from(head[..end].to_vec()));
+            self.answered(now);
+            return false;
+        }
+        self.queue(now, Body::from(head.to_vec()));
         self.state = ConnState::Streaming;
+        self.stream_since = Some(now);
         if !self.inbuf.is_empty() {
             // Pipelined bytes after a stream request: the client is not a plain reader.
             self.close = Some(CloseReason::ClientSentOnStream);
         }
+        true
     }
 
     /// Queues bytes on a stream. When they would pass [`Limits::max_stream_queue`], nothing is queued and the
     /// connection is to be closed: returns false.
-    pub fn push(&mut self, bytes: &[u8]) -> bool {
+    pub fn push(&mut self, now: Instant, bytes: &[u8]) -> bool {
         if self.state != ConnState::Streaming || self.close.is_some() {
             return false;
         }
@@ -566,7 +858,9 @@ impl HttpConn {
             self.close = Some(CloseReason::SendQueueFull);
             return false;
         }
-        self.queue(bytes);
+        if !bytes.is_empty() {
+            self.queue(now, Body::from(bytes.to_vec()));
+        }
         true
     }
 
@@ -577,41 +871,83 @@ impl HttpConn {
         }
     }
 
-    fn queue(&mut self, bytes: &[u8]) {
-        if self.out_sent > 0 && self.out_sent * 2 >= self.out.len() {
-            self.out.drain(..self.out_sent);
-            self.out_sent = 0;
+    fn queue(&mut self, now: Instant, bytes: Body) {
+        if bytes.is_empty() {
+            return;
         }
-        self.out.extend_from_slice(bytes);
+        if self.out_len == 0 {
+            self.stalled_since = Some(now);
+        }
+        self.out_len += bytes.len();
+        // Small pieces go together, so that a stream of small events is written in few calls.
+        if let (Some(Body(BodyRepr::Owned(last))), false) = (self.out.back_mut(), bytes.is_shared()) {
+            if last.len() < 16 * 1024 {
+                last.extend_from_slice(&bytes);
+                return;
+            }
+        }
+        self.out.push_back(bytes);
     }
 
-    /// The bytes waiting to be written.
+    /// The bytes waiting to be written next (a part of what is queued: write, call [`HttpConn::consumed`], ask
+    /// again).
     pub fn pending(&self) -> &[u8] {
-        &self.out[self.out_sent..]
+        self.out.front().map_or(&[], |b| b.get(self.out_sent..).unwrap_or(&[]))
     }
 
     /// `n` bytes of [`HttpConn::pending`] were written.
     pub fn consumed(&mut self, now: Instant, n: usize) {
-        self.out_sent = (self.out_sent + n).min(self.out.len());
-        if self.out_sent == self.out.len() {
-            self.out.clear();
+        let mut n = n.min(self.out_len);
+        if n > 0 {
+            self.stalled_since = Some(now);
+        }
+        while n > 0 {
+            let Some(front) = self.out.front() else { break };
+            let left = front.len() - self.out_sent;
+            if n < left {
+                self.out_sent += n;
+                self.out_len -= n;
+                break;
+            }
+            n -= left;
+            self.out_len -= left;
+            self.out.pop_front();
             self.out_sent = 0;
+        }
+        if self.out_len == 0 {
+            self.stalled_since = None;
             if let Some(r) = self.close_when_flushed.take() {
                 self.close = Some(r);
+            }
+            if self.state == ConnState::Reading {
+                // The keep-alive and request clocks start when the answer is out.
+                self.since = now;
             }
         }
         if self.state == ConnState::Closing && self.closing_deadline.is_none() {
             self.closing_deadline = Some(now + self.limits.linger);
         }
+        // Back under the bound: the next pipelined request may be parsed.
+        self.parse();
     }
 
     /// When the connection must be closed if nothing happens before.
     pub fn deadline(&self) -> Option<Instant> {
-        match self.state {
+        // A stream's reader is judged by its queue (and the stream by its age), not by the time.
+        let stall =
+            self.stalled_since.filter(|_| self.state != ConnState::Streaming).map(|t| t + self.limits.idle_timeout);
+        let own = match self.state {
+            // While an answer is still being written, only the client's reading counts.
+            ConnState::Reading if self.out_len > 0 => None,
             ConnState::Reading if self.started => Some(self.since + self.limits.request_timeout),
             ConnState::Reading => Some(self.since + self.limits.idle_timeout),
-            ConnState::Closing => self.closing_deadline.or(Some(self.since + self.limits.request_timeout)),
-            ConnState::Answering | ConnState::Streaming => None,
+            ConnState::Closing => return self.closing_deadline.or(Some(self.since + self.limits.request_timeout)),
+            ConnState::Streaming => self.stream_since.map(|t| t + self.limits.max_stream_age),
+            ConnState::Answering => None,
+        };
+        match (own, stall) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -620,13 +956,21 @@ impl HttpConn {
         if self.close.is_some() || self.deadline().is_none_or(|d| d > now) {
             return;
         }
+        let stalled = self.stalled_since.is_some_and(|t| t + self.limits.idle_timeout <= now);
+        if stalled && !matches!(self.state, ConnState::Closing | ConnState::Streaming) {
+            // Between requests, a client that reads nothing and sends nothing is idle.
+            let idle = self.state == ConnState::Reading && !self.started;
+            self.close = Some(if idle { CloseReason::Idle } else { CloseReason::Stalled });
+            return;
+        }
         match self.state {
             ConnState::Reading if self.started => self.refuse(RequestError::Timeout),
             ConnState::Reading => self.close = Some(CloseReason::Idle),
             ConnState::Closing => {
                 self.close = self.close_when_flushed.take().or(Some(CloseReason::Done));
             }
-            _ => {}
+            ConnState::Streaming => self.close = Some(CloseReason::StreamAge),
+            ConnState::Answering => {}
         }
         if self.state == ConnState::Closing && self.closing_deadline.is_none() {
             self.closing_deadline = Some(now + self.limits.linger);

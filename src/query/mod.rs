@@ -12,6 +12,9 @@
 //! * [`targets`]: addresses with default ports, list files.
 //! * `addr` (private): the scanner's address keys, in one normal form, and their cheap keyed hasher.
 //! * [`filter`]: what a scan takes from a master's list (special-use addresses, ports per host).
+//! * [`front`]: the one front door every front end (`query`, `scan`, `monitor`, Python) goes through: default
+//!   ports with a typed error, master targets, the configuration (tokens always fresh), and the driver of a scan on
+//!   a [`front::ScanHost`] (the reactor).
 //!
 //! Protocol names: `bzflag` is built in ([`BZFLAG`], run as a TCP session by the reactor); every other name comes
 //! from a plugin (`teeworlds`, `teeworlds7`, `quake3`, `warsow`, `dpmaster`, `savage2`, `srb2`).
@@ -23,6 +26,8 @@ mod addr;
 pub mod builtin;
 #[forbid(unsafe_code)]
 pub mod filter;
+#[forbid(unsafe_code)]
+pub mod front;
 #[allow(unsafe_code)] // loads libraries and reads their tables (docs/unsafe.md)
 pub mod loader;
 #[allow(unsafe_code)] // calls into plugins, and the host callbacks they call (docs/unsafe.md)
@@ -34,6 +39,7 @@ pub mod scan;
 #[forbid(unsafe_code)]
 pub mod targets;
 
+pub use front::{FrontError, MasterSpec, ScanHost, Tick, UnknownProtocol};
 pub use loader::{PluginError, PluginLibrary, PluginOrigin, PluginSet, ProtocolDesc, ProtocolKind};
 pub use result::{Answer, ErrorKind, QueryError, QueryResult};
 pub use scan::{Scan, ScanConfig, ScanEvent, ScanStats, Target};

@@ -157,6 +157,29 @@ impl ScanConn {
     }
 }
 
+/// The reactor runs the scans of the query layer's front door ([`crate::query::front`]).
+impl crate::query::ScanHost for Reactor {
+    type Id = ScanId;
+    fn add_scan(&mut self, scan: Scan) -> ScanId {
+        Reactor::add_scan(self, scan)
+    }
+    fn scan(&self, id: ScanId) -> Option<&Scan> {
+        Reactor::scan(self, id)
+    }
+    fn poll_scan_event(&mut self) -> Option<(ScanId, Instant, ScanEvent)> {
+        Reactor::poll_scan_event(self)
+    }
+    fn recycle_scan_result(&mut self, id: ScanId, result: QueryResult) {
+        Reactor::recycle_scan_result(self, id, result);
+    }
+    fn is_scan_done(&self, id: ScanId) -> bool {
+        Reactor::is_scan_done(self, id)
+    }
+    fn remove_scan(&mut self, id: ScanId) -> Option<Scan> {
+        Reactor::remove_scan(self, id)
+    }
+}
+
 impl Reactor {
     /// Puts a scan on the reactor. Its sockets open when it first sends.
     pub fn add_scan(&mut self, scan: Scan) -> ScanId {

@@ -186,7 +186,7 @@ function renderScoreboard() {
     box.appendChild(span);
   }
   const rows = [...players.values()].map((e) => e.p).filter((p) => p.team !== "observer")
-    .sort((a, b) => (b.wins - b.losses) - (a.wins - a.losses) || a.id - b.id);
+    .sort((a, b) => (b.score.wins - b.score.losses) - (a.score.wins - a.score.losses) || a.id - b.id);
   const body = $("scoreboard").tBodies[0];
   const trs = rows.map((p) => {
     const tr = el("tr");
@@ -199,8 +199,8 @@ function renderScoreboard() {
     team.append(sw, el("span", p.team));
     const dr = n && n.dr_error ? n.dr_error.p95 : null;
     const cells = [
-      el("td", p.callsign, "callsign"), team, el("td", p.wins - p.losses), el("td", p.wins), el("td", p.losses),
-      el("td", p.tks), el("td", p.flag || ""), el("td", fmt(n && n.updates_per_s, 1)),
+      el("td", p.callsign, "callsign"), team, el("td", p.score.wins - p.score.losses), el("td", p.score.wins),
+      el("td", p.score.losses), el("td", p.score.tks), el("td", p.flag || ""), el("td", fmt(n && n.updates_per_s, 1)),
       el("td", fmt(n && n.jitter_ms, 0)), el("td", fmt(dr, 2)), el("td", fmt(n && n.lag_ms, 0)),
     ];
     if (n && n.flagged) cells[9].classList.add("bad");
@@ -414,9 +414,9 @@ function draw(now) {
 // (the dead reckoning a BZFlag client does between two updates), or straight on when it does not turn.
 function reckon(p, dt) {
   const w = p.av;
-  if (Math.abs(w) < 1e-4) return [p.pos[0] + p.vel[0] * dt, p.pos[1] + p.vel[1] * dt, p.az];
+  if (Math.abs(w) < 1e-4) return [p.pos[0] + p.vel[0] * dt, p.pos[1] + p.vel[1] * dt, p.azimuth];
   const s = Math.sin(w * dt), c = 1 - Math.cos(w * dt);
-  return [p.pos[0] + (p.vel[0] * s - p.vel[1] * c) / w, p.pos[1] + (p.vel[1] * s + p.vel[0] * c) / w, p.az + w * dt];
+  return [p.pos[0] + (p.vel[0] * s - p.vel[1] * c) / w, p.pos[1] + (p.vel[1] * s + p.vel[0] * c) / w, p.azimuth + w * dt];
 }
 
 function teamOfFlag(abbv) {

@@ -2,9 +2,14 @@
 //! the reactor's HTTP side ([`crate::http`]).
 //!
 //! A [`WebView`] follows one observer session per server. It models each server's world once (from the session's
-//! world blob), follows the tanks with the same dead reckoning as the bots ([`RemoteTank`]) and the shots with the
-//! same paths ([`ShotTracker`]: ricochets and teleporters included), and keeps a short kill feed and chat. It never
-//! touches a socket: it reads the sessions from the [`Reactor`] and answers and pushes through it.
+//! world blob, on the reactor's worker: see [`WebView::on_job`]), follows the game with the engine's one scene
+//! follower ([`Scene`]: the bots' dead reckoning, shot paths with ricochets and teleporters, guided missiles flown
+//! as the bots fly them), and keeps a short kill feed and chat. It never touches a socket: it reads the sessions
+//! from the [`Reactor`] and answers and pushes through it.
+//!
+//! No turn of the loop does work whose size a peer controls: a world (a few kilobytes can model to a million
+//! boxes) is modelled, and its map drawn, on the reactor's worker; the map is refused past [`SVG_MAX_BYTES`]
+//! and kept shared ([`Arc`]), so a request for it does not copy the view's own.
 //!
 //! Routes: `GET /` (the page), `/app.js`, `/api/servers`, `/api/state?server=N`, `/map.svg?server=N` (the world
 //! drawn top-down by [`crate::bzflag::world::report::to_svg`]), `/events?server=N` (the stream). Anything else is
@@ -25,19 +30,20 @@ mod state;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use crate::bzflag::consts::{PlayerStatus, Team};
+use crate::bzflag::consts::Team;
 use crate::bzflag::event::Event;
-use crate::bzflag::play::physics::flag;
-use crate::bzflag::play::{Physics, RemoteTank, ShotKind, ShotTracker};
+use crate::bzflag::play::ShotKind;
+use crate::bzflag::scene::Scene;
 use crate::bzflag::world::{parse_blob, report, WorldModel};
 use crate::http::{sse_comment, sse_event, sse_head, Method, Request, Response};
 use crate::observer::text_line;
-use crate::reactor::{HttpConnId, HttpEvent, Reactor, SessionId};
-use state::{FlagOut, PlayerSig, TeamOut};
+use crate::reactor::{HttpConnId, HttpEvent, JobId, JobPanicked, JobResult, Reactor, SessionId};
+use state::{FeedItem, FlagOut, PlayerSig, TeamOut};
 
 /// The stream's frame interval: least time between two pushes of a server when only motion changed (player
 /// updates, flags in flight, guided missiles). The page reckons tanks, shots and missiles at its own frame rate in
@@ -57,8 +63,13 @@ pub const EVENT_INTERVAL: Duration = Duration::from_millis(100);
 pub const WRITE_BUDGET: u32 = 60;
 /// A quiet stream gets a comment this often (keeps proxies and the browser's stream alive).
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
-/// Guided missiles are flown in steps of at most this (s) between two states.
-const GM_STEP: f32 = 0.02;
+/// The largest map (`/map.svg`) the view draws and keeps, in bytes (8 MiB: a large community map draws to about
+/// 1 MB). A world whose map would be bigger (at least [`SVG_MIN_ITEM_BYTES`] for each obstacle, face, zone and
+/// weapon drawn) is not drawn at all; one whose drawing comes out bigger is dropped. The page then shows no map
+/// (`/map.svg` answers `404` with the reason) and everything else as usual.
+pub const SVG_MAX_BYTES: usize = 8 << 20;
+/// The least bytes one drawn item (a polygon or line of the map) takes.
+pub const SVG_MIN_ITEM_BYTES: usize = 48;
 /// Feed lines kept per server (sent to a viewer that connects).
 pub const FEED_LEN: usize = 40;
 /// How soon the browser reconnects a dropped stream (the SSE `retry`).
@@ -82,31 +93,20 @@ pub enum Status {
     Closed,
 }
 
-impl Status {
-    fn name(self) -> &'static str {
-        match self {
-            Status::Connecting => "connecting",
-            Status::Joined => "joined",
-            Status::Reconnecting => "reconnecting",
-            Status::Closed => "closed",
-        }
-    }
-}
-
 struct ServerView {
     label: String,
     addr: SocketAddr,
     session: Option<SessionId>,
     status: Status,
-    world: Option<WorldModel>,
+    world: Option<Arc<WorldModel>>,
     world_hash: Option<String>,
-    svg: Option<String>,
-    links: Value,
-    tracker: ShotTracker,
-    remotes: HashMap<u8, RemoteTank>,
-    /// The server's physics, read from its variables (evaluating their expressions) once, and again after a
-    /// `MsgSetVar`, new settings or a new join.
-    phys: Option<Physics>,
+    /// The world being modelled on the worker: its job and hash.
+    building: Option<(JobId, Option<String>)>,
+    /// The map, or why there is none.
+    svg: Result<Arc<[u8]>, String>,
+    links: Arc<[[f64; 4]]>,
+    /// The game's scene: tanks reckoned, shots and missiles flown (brought to a state's time when one is built).
+    scene: Scene,
     /// What the viewers were last sent (see [`WebView::write_state`]): each shot (`false`: only in the full state
     /// of a viewer that connected since, so still new to the others), what decides whether each player and flag is
     /// sent again (`None`: the same), and the teams.
@@ -116,7 +116,7 @@ struct ServerView {
     sent_teams: Option<Vec<TeamOut>>,
     /// When the viewers were last sent everybody's network figures.
     last_net: Option<Instant>,
-    feed: VecDeque<Value>,
+    feed: VecDeque<FeedItem>,
     dirty: bool,
     /// When the oldest server message not yet pushed arrived (the delay a `state` reports).
     dirty_since: Option<Instant>,
@@ -168,11 +168,10 @@ impl WebView {
                     status: Status::Connecting,
                     world: None,
                     world_hash: None,
-                    svg: None,
-                    links: json!([]),
-                    tracker: ShotTracker::new(),
-                    remotes: HashMap::new(),
-                    phys: None,
+                    building: None,
+                    svg: Err("no world yet".into()),
+                    links: Arc::new([]),
+                    scene: Scene::new(),
                     sent_shots: HashMap::new(),
                     sent_players: HashMap::new(),
                     sent_flags: HashMap::new(),
@@ -218,8 +217,7 @@ impl WebView {
         s.status = status;
         s.dirty = true;
         s.urgent_since.get_or_insert_with(Instant::now);
-        let data = json!({"server": si, "status": status.name()}).to_string();
-        self.broadcast(reactor, si, "status", &data);
+        self.broadcast(reactor, si, "status", &state::StatusOut { server: si, status: status.name() });
     }
 
     /// The status of server `si`.
@@ -245,9 +243,6 @@ impl WebView {
         if is_event(ev) {
             s.urgent_since.get_or_insert(at);
         }
-        if matches!(ev, Event::SetVar { .. } | Event::Settings(_) | Event::Accept { .. } | Event::Hello { .. }) {
-            s.phys = None;
-        }
         let kind = match ev {
             Event::Accept { .. } => {
                 self.load_world(reactor, si);
@@ -270,41 +265,67 @@ impl WebView {
             Event::Grab { .. } | Event::Drop { .. } => "flag",
             _ => return,
         };
-        let t = at.saturating_duration_since(self.epoch).as_secs_f64();
-        let item = json!({"server": si, "t": round2(t as f32), "kind": kind, "text": text_line(ev)});
-        s.feed.push_back(item.clone());
+        let t = at.saturating_duration_since(self.epoch).as_secs_f32();
+        let item = FeedItem { server: si, t: round2(t), kind, text: text_line(ev) };
+        self.broadcast(reactor, si, "feed", &item);
+        let s = &mut self.servers[si];
+        s.feed.push_back(item);
         while s.feed.len() > FEED_LEN {
             s.feed.pop_front();
         }
-        self.broadcast(reactor, si, "feed", &item.to_string());
     }
 
+    /// Models the world server `si`'s session brought, on the reactor's worker (with its map and teleporter
+    /// links): a world a peer sends can take seconds to model and draw, which no turn of the loop may spend. The
+    /// blob is taken from the session, not copied. The result comes back through [`WebView::on_job`].
     fn load_world(&mut self, reactor: &mut Reactor, si: usize) {
         let Some(s) = self.servers.get_mut(si) else { return };
-        let Some(session) = s.session.and_then(|sid| reactor.session(sid)) else { return };
+        let Some(sid) = s.session else { return };
+        let Some(session) = reactor.session(sid) else { return };
         let hash = session.world_hash().map(str::to_string);
-        if s.world.is_some() && s.world_hash == hash {
+        if s.world.is_some() && s.world_hash == hash || s.building.as_ref().is_some_and(|(_, h)| *h == hash) {
             return;
         }
-        let Some(blob) = session.world_blob() else { return };
-        match parse_blob(blob)
-            .map_err(|e| e.to_string())
-            .and_then(|db| WorldModel::build(&db).map_err(|e| e.to_string()))
-        {
-            Ok(model) => {
-                s.svg = Some(report::to_svg(&model));
-                s.links = links_json(&model);
-                s.world = Some(model);
+        let Some(blob) = reactor.with_session(sid, |x, _| x.take_world_blob()).flatten() else { return };
+        let job = reactor.submit(move || Box::new(model_world(&blob)) as JobResult);
+        self.servers[si].building = Some((job, hash));
+    }
+
+    /// A finished job of the reactor's worker: a world modelled for a server (installed, and the viewers get the
+    /// new world), or `Some(result)` back when the job is not the view's. Call it for every
+    /// [`Reactor::poll_job`].
+    pub fn on_job(&mut self, id: JobId, result: JobResult) -> Option<JobResult> {
+        let Some(si) = self.servers.iter().position(|s| s.building.as_ref().is_some_and(|(j, _)| *j == id)) else {
+            return Some(result);
+        };
+        let s = &mut self.servers[si];
+        let hash = s.building.take().and_then(|(_, h)| h);
+        let built = match result.downcast::<Result<WorldReady, String>>() {
+            Ok(r) => *r,
+            Err(r) if r.is::<JobPanicked>() => {
+                Err("modelling the world failed (a bug: the model builder panicked)".into())
+            }
+            Err(_) => Err("modelling the world gave an unknown result".into()),
+        };
+        match built {
+            Ok(w) => {
+                if let Err(why) = &w.svg {
+                    tracing::warn!(server = %s.addr, why = %why, "the world's map is not drawn");
+                }
+                s.svg = w.svg;
+                s.links = w.links;
+                s.world = Some(w.model);
                 s.world_hash = hash;
-                s.tracker = ShotTracker::new();
-                s.remotes.clear();
+                s.scene.reset();
                 state::forget_sent(s);
                 // Viewers already there get the new world (a first one, or another after a reconnect).
-                let hello = self.hello_json(si).to_string();
-                self.broadcast(reactor, si, "hello", &hello);
+                s.dirty = true;
+                let hello = to_string(&self.hello(si));
+                self.broadcast_str(si, "hello", &hello);
             }
             Err(e) => tracing::warn!(server = %s.addr, error = %e, "cannot model the world; the map stays empty"),
         }
+        None
     }
 
     /// A request or close of the HTTP side.
@@ -334,20 +355,21 @@ impl WebView {
             return;
         }
         let resp = match r.path.as_str() {
-            "/" | "/index.html" => Response::new(200, "text/html; charset=utf-8", PAGE).with_header(
+            "/" | "/index.html" => Response::shared(200, "text/html; charset=utf-8", PAGE).with_header(
                 "Content-Security-Policy",
                 "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; connect-src 'self'",
             ),
-            "/app.js" => Response::new(200, "text/javascript; charset=utf-8", APP_JS),
-            "/api/servers" => Response::json(self.servers_json().to_string()),
+            "/app.js" => Response::shared(200, "text/javascript; charset=utf-8", APP_JS),
+            "/api/servers" => Response::json(to_json(&self.servers_out())),
             "/api/state" => match self.server_param(r) {
-                Ok(si) => Response::json(self.api_state(reactor, si, now).to_string()),
+                Ok(si) => Response::json(to_json(&self.api_state_out(reactor, si, now))),
                 Err(e) => e,
             },
+            // The map is shared (`Arc`): each request queues it without a copy.
             "/map.svg" => match self.server_param(r) {
                 Ok(si) => match &self.servers[si].svg {
-                    Some(svg) => Response::new(200, "image/svg+xml", svg.as_bytes()),
-                    None => Response::error(404, "no world yet"),
+                    Ok(svg) => Response::shared(200, "image/svg+xml", svg.clone()),
+                    Err(why) => Response::error(404, why),
                 },
                 Err(e) => e,
             },
@@ -366,10 +388,10 @@ impl WebView {
 
     fn open_stream(&mut self, reactor: &mut Reactor, conn: HttpConnId, si: usize, now: Instant) {
         reactor.http_stream(conn, &sse_head(RETRY_MS));
-        let mut bytes = sse_event(Some("hello"), None, &self.hello_json(si).to_string());
+        let mut bytes = sse_event(Some("hello"), None, &to_string(&self.hello(si)));
         self.write_state(reactor, si, now, true, &mut bytes);
         for item in &self.servers[si].feed {
-            bytes.extend(sse_event(Some("feed"), None, &item.to_string()));
+            bytes.extend(sse_event(Some("feed"), None, &to_string(item)));
         }
         self.viewers.push(Viewer { conn, server: si, skip: self.servers[si].pending.len() });
         self.push_to(reactor, conn, &bytes);
@@ -385,7 +407,12 @@ impl WebView {
     }
 
     /// Queues an event for every viewer of server `si`; it goes out with the next push (in this turn).
-    fn broadcast(&mut self, _reactor: &mut Reactor, si: usize, event: &str, data: &str) {
+    fn broadcast<T: Serialize>(&mut self, _reactor: &mut Reactor, si: usize, event: &str, data: &T) {
+        let data = to_string(data);
+        self.broadcast_str(si, event, &data);
+    }
+
+    fn broadcast_str(&mut self, si: usize, event: &str, data: &str) {
         self.seq += 1;
         let bytes = sse_event(Some(event), Some(self.seq), data);
         if let Some(s) = self.servers.get_mut(si) {
@@ -402,7 +429,7 @@ impl WebView {
         for si in 0..self.servers.len() {
             // The tracker and the reckoning are brought up to date when a state is built, not every turn.
             let s = &self.servers[si];
-            let moving = s.tracker.iter().any(|x| x.kind == ShotKind::GuidedMissile)
+            let moving = s.scene.shots().iter().any(|x| x.kind == ShotKind::GuidedMissile)
                 || reactor
                     .session(s.session.unwrap_or(SessionId(usize::MAX)))
                     .is_some_and(|sess| sess.game().flags.values().any(|f| f.flight().is_some()));
@@ -464,145 +491,62 @@ impl WebView {
         intervals_for(self.push_interval, self.event_interval, self.write_budget, self.viewers.len())
     }
 
-    /// Brings the shot tracker and the reckoning of server `si` up to date with its session.
-    /// Guided missiles fly on towards their targets (as the bots fly them), in steps of at most [`GM_STEP`].
-    fn follow(&mut self, reactor: &Reactor, si: usize) {
-        let now = Instant::now();
+    /// Brings the scene of server `si` to `now` with its session's game.
+    fn follow(&mut self, reactor: &Reactor, si: usize, now: Instant) {
         let s = &mut self.servers[si];
         let Some(game) = s.session.and_then(|sid| reactor.session(sid)).map(|x| x.game()) else { return };
-        let phys = s.phys.get_or_insert_with(|| Physics::new(&game.vars, game.settings.as_ref()));
-        s.tracker.sync(&game.shots, phys, s.world.as_ref());
-        let drivers = s.world.as_ref().map(|w| w.physics_drivers.as_slice()).unwrap_or(&[]);
-        s.remotes.retain(|id, _| game.players.contains_key(id));
-        for p in game.players.values() {
-            if let Some((u, at)) = p.last_update {
-                let e = s.remotes.entry(p.id).or_insert_with(|| RemoteTank::new(&u, at, drivers));
-                if e.received != at || e.order != u.order {
-                    *e = RemoteTank::new(&u, at, drivers);
-                }
-            }
-        }
-        let (remotes, world) = (&s.remotes, s.world.as_ref());
-        for shot in s.tracker.iter_mut() {
-            let Some(target) = shot.missile.as_ref().filter(|m| !m.expired).map(|m| m.target) else { continue };
-            let aim = game.players.get(&target).filter(|p| p.alive).and_then(|_| remotes.get(&target)).map(|r| {
-                r.at(now, phys.gravity, 0.0, phys.not_responding_time).pose.pos
-                    + glam::Vec3::new(0.0, 0.0, phys.muzzle_height)
-            });
-            let age = shot.age(now);
-            let mut t = shot.missile.as_ref().map_or(age, |m| m.time);
-            while t < age {
-                t = (t + GM_STEP).min(age);
-                shot.update_missile(t, aim, phys, world);
-            }
-        }
+        s.scene.follow(game, s.world.as_deref(), now);
     }
 
-    fn servers_json(&self) -> Value {
-        let servers: Vec<Value> = self
+    fn servers_out(&self) -> state::ServersOut<'_> {
+        let servers = self
             .servers
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                json!({"index": i, "label": s.label, "address": s.addr.to_string(), "status": s.status.name(),
-                       "world": s.world_hash})
+            .map(|(i, s)| state::ServerOut {
+                index: i,
+                label: &s.label,
+                address: s.addr.to_string(),
+                status: s.status.name(),
+                world: s.world_hash.as_deref(),
             })
             .collect();
-        json!({"v": 1, "servers": servers})
+        state::ServersOut { v: 1, servers }
     }
 
-    fn hello_json(&self, si: usize) -> Value {
+    fn hello(&self, si: usize) -> state::HelloOut<'_> {
         let s = &self.servers[si];
-        let world = s.world.as_ref().map(|w| {
-            let bases: Vec<Value> = w
+        let world = s.world.as_ref().map(|w| state::HelloWorld {
+            hash: s.world_hash.as_deref(),
+            size: w.world_size,
+            links: &s.links,
+            bases: w
                 .bases
                 .iter()
-                .map(|b| json!({"team": Team::from_u16(b.team).name(), "pos": v2(b.pos.to_array()), "size": v2(b.size.to_array()), "angle": round2(b.angle)}))
-                .collect();
-            json!({"hash": s.world_hash, "size": w.world_size, "links": s.links, "bases": bases,
-                   "water": w.water_level})
-        });
-        json!({"server": si, "label": s.label, "address": s.addr.to_string(), "status": s.status.name(),
-               "world": world, "push_ms": self.push_interval.as_millis() as u64})
-    }
-
-    /// `GET /api/state?server=N`: see the shape; positions dead-reckoned to `now`.
-    pub fn api_state(&mut self, reactor: &Reactor, si: usize, now: Instant) -> Value {
-        self.follow(reactor, si);
-        let s = &self.servers[si];
-        let t = round3(now.saturating_duration_since(self.epoch).as_secs_f32());
-        let mut out = json!({
-            "v": 1, "server": si, "address": s.addr.to_string(), "status": s.status.name(),
-            "world": {"hash": s.world_hash, "size": s.world.as_ref().map(|w| w.world_size)},
-            "time": t, "time_left": null, "teams": [], "players": [], "flags": [], "shots": [],
-        });
-        let Some(sid) = s.session else { return out };
-        let Some(game) = reactor.session(sid).map(|x| x.game()) else { return out };
-        let Some(phys) = s.phys.clone() else { return out };
-        out["time_left"] = json!(game.seconds_left(now).map(round2));
-        out["teams"] = game
-            .teams
-            .iter()
-            .flatten()
-            .filter(|t| t.team != Team::Observer)
-            .map(|t| {
-                json!({"team": t.team.name(), "size": t.size, "wins": t.wins, "losses": t.losses,
-                       "score": t.wins as i32 - t.losses as i32})
-            })
-            .collect();
-        let mut players: Vec<&crate::bzflag::game::Player> = game.players.values().collect();
-        players.sort_by_key(|p| p.id);
-        out["players"] = players
-            .iter()
-            .map(|p| {
-                let (pos, vel, az, _) = pose_of(game, &phys, p, &s.remotes, now);
-                json!({
-                    "id": p.id, "callsign": p.callsign, "team": p.team.name(), "type": p.player_type.name(),
-                    "alive": p.alive, "pos": pos, "azimuth": az, "vel": vel,
-                    "flag": p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv().to_string()),
-                    "score": {"wins": p.wins, "losses": p.losses, "tks": p.team_kills},
-                    "net": self.net_of(reactor, sid, p.id, now),
+                .map(|b| state::BaseOut {
+                    team: Team::from_u16(b.team).name(),
+                    pos: v2(b.pos.to_array()),
+                    size: v2(b.size.to_array()),
+                    angle: round2(b.angle),
                 })
-            })
-            .collect();
-        out["flags"] = flags_json(game, &phys, now);
-        out["link"] = link_json(reactor, sid, now);
-        out["shots"] = s
-            .tracker
-            .iter()
-            .filter_map(|x| {
-                let age = x.age(now);
-                let pos = x.position_at(age)?;
-                let vel = x.segments.iter().find(|g| age >= g.t0 && age < g.t1).map_or(x.velocity, |g| g.velocity);
-                Some(json!({"shooter": x.shooter, "id": x.shot_id, "team": x.team.name(), "flag": x.flag.to_string(),
-                            "pos": v3(pos.to_array()), "vel": v3(vel.to_array())}))
-            })
-            .collect();
-        out
+                .collect(),
+            water: w.water_level,
+        });
+        state::HelloOut {
+            server: si,
+            label: &s.label,
+            address: s.addr.to_string(),
+            status: s.status.name(),
+            world,
+            push_ms: self.push_interval.as_millis() as u64,
+        }
     }
 
-    /// A player's network figures ([`crate::bzflag::netstats::PlayerNet`]: updates per second, jitter,
-    /// dead-reckoning error, lag, missing and out-of-order updates, why it is flagged); `null` before its first
-    /// update.
-    fn net_of(&self, reactor: &Reactor, sid: SessionId, id: u8, now: Instant) -> Value {
-        reactor
-            .net_stats(sid)
-            .and_then(|n| n.player(id, now))
-            .and_then(|p| serde_json::to_value(p).ok())
-            .unwrap_or(Value::Null)
+    /// `GET /api/state?server=N` (`docs/schemas/web-state.schema.json`): one server's game at `now`, positions
+    /// dead-reckoned to it.
+    pub fn api_state(&mut self, reactor: &Reactor, si: usize, now: Instant) -> serde_json::Value {
+        serde_json::to_value(self.api_state_out(reactor, si, now)).unwrap_or_default()
     }
-}
-
-/// Our own observer's link: the server's lag figure for it (`/lagstats`), the round trip of our last `/lagstats`
-/// request, and whether UDP is up.
-fn link_json(reactor: &Reactor, sid: SessionId, now: Instant) -> Value {
-    let Some(session) = reactor.session(sid) else { return Value::Null };
-    let net = session.net_stats();
-    json!({
-        "lag_ms": net.own_lag_ms(now).map(round2),
-        "command_rtt_ms": net.command_rtt_ms(now).map(|v| (v * 100.0).round() / 100.0),
-        "udp": session.udp_up(),
-    })
 }
 
 /// The motion and event intervals for `viewers` open streams within `budget` writes a second (0: no budget): each
@@ -631,40 +575,38 @@ fn is_event(ev: &Event) -> bool {
     )
 }
 
-/// A player's pose at `now`: position, velocity, azimuth and angular velocity (rounded for the wire), from its
-/// dead reckoning when it sent an update, else where it spawned.
-fn pose_of(
-    game: &crate::bzflag::game::Game,
-    phys: &Physics,
-    p: &crate::bzflag::game::Player,
-    remotes: &HashMap<u8, RemoteTank>,
-    now: Instant,
-) -> ([f64; 3], [f64; 3], f64, f64) {
-    let remote = remotes.get(&p.id).filter(|r| Some(r.received) == p.last_update.map(|u| u.1));
-    match remote {
-        Some(r) => {
-            let holds_burrow = p.flag.and_then(|i| game.flags.get(&i)).is_some_and(|f| f.abbv() == flag::BURROW);
-            let ground = if holds_burrow { phys.burrow_depth } else { 0.0 };
-            let rp = r.at(now, phys.gravity, ground, phys.not_responding_time);
-            let alive = r.reckoning.status.contains(PlayerStatus::ALIVE);
-            let ang = if alive && !rp.not_responding { r.reckoning.ang_vel } else { 0.0 };
-            let vel = if alive { rp.pose.vel.to_array() } else { [0.0; 3] };
-            (v3(rp.pose.pos.to_array()), v3(vel), round3(rp.pose.azimuth), round3(ang))
-        }
-        None => {
-            let (pos, az) = p.spawn.unwrap_or(([0.0; 3], 0.0));
-            (v3(pos), [0.0; 3], round3(az), 0.0)
-        }
+/// A world modelled on the worker, with its map (or why it is not drawn) and its teleporter links.
+struct WorldReady {
+    model: Arc<WorldModel>,
+    svg: Result<Arc<[u8]>, String>,
+    links: Arc<[[f64; 4]]>,
+}
+
+/// The worker's job: the world modelled, its map drawn (within [`SVG_MAX_BYTES`]) and its links listed.
+fn model_world(blob: &[u8]) -> Result<WorldReady, String> {
+    let db = parse_blob(blob).map_err(|e| e.to_string())?;
+    let model = WorldModel::build(&db).map_err(|e| e.to_string())?;
+    let svg = draw_map(&model);
+    let links = links_of(&model);
+    Ok(WorldReady { model: Arc::new(model), svg, links })
+}
+
+/// The map of `m`, unless it would take more than [`SVG_MAX_BYTES`]: refused before drawing when its items alone
+/// (at least [`SVG_MIN_ITEM_BYTES`] each) are too many, dropped when the drawing comes out too big.
+fn draw_map(m: &WorldModel) -> Result<Arc<[u8]>, String> {
+    let items = m.solids.len() + m.faces.len() + m.teleporters.len() + m.zones.len() + m.weapons.len() + m.walls.len();
+    if items.saturating_mul(SVG_MIN_ITEM_BYTES) > SVG_MAX_BYTES {
+        return Err(format!("the map is not drawn: {items} items would take more than {SVG_MAX_BYTES} bytes"));
     }
+    let svg = report::to_svg(m);
+    if svg.len() > SVG_MAX_BYTES {
+        return Err(format!("the map is not drawn: it takes {} bytes, more than {SVG_MAX_BYTES}", svg.len()));
+    }
+    Ok(Arc::from(svg.into_bytes()))
 }
 
-fn flags_json(game: &crate::bzflag::game::Game, phys: &Physics, now: Instant) -> Value {
-    let flags: Vec<state::FlagOut> = state::flags_sorted(game).iter().map(|f| state::flag_out(f, phys, now)).collect();
-    serde_json::to_value(flags).unwrap_or(Value::Null)
-}
-
-fn links_json(m: &WorldModel) -> Value {
-    // Each linked face pair once: from the centre of one teleporter to the centre of the other.
+/// Each linked face pair once: from the centre of one teleporter to the centre of the other (at most 2,000).
+fn links_of(m: &WorldModel) -> Arc<[[f64; 4]]> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for face in 0..(m.teleporters.len() as u32 * 2) {
@@ -674,14 +616,26 @@ fn links_json(m: &WorldModel) -> Value {
                 continue;
             }
             if let (Some(ta), Some(tb)) = (m.teleporters.get(a as usize), m.teleporters.get(b as usize)) {
-                out.push(json!([round2(ta.pos.x), round2(ta.pos.y), round2(tb.pos.x), round2(tb.pos.y)]));
+                out.push([round2(ta.pos.x), round2(ta.pos.y), round2(tb.pos.x), round2(tb.pos.y)]);
             }
             if out.len() >= 2000 {
-                return Value::Array(out);
+                return out.into();
             }
         }
     }
-    Value::Array(out)
+    out.into()
+}
+
+/// `v` as JSON bytes (every value of the view serializes).
+fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    state::json(&mut out, v);
+    out
+}
+
+/// `v` as a JSON string.
+fn to_string<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 fn round2(x: f32) -> f64 {

@@ -1,20 +1,26 @@
-//! The `state` events of the stream, written with `serde` straight into one buffer per push (no `serde_json::Value`
-//! trees), once for every viewer of a server.
+//! Every JSON shape of the web view, each written by one `serde` type: a player ([`PlayerOut`]) is the same in
+//! `/api/state` and in the stream's `state` events (the API adds its network figures next to it), a team, a flag,
+//! our link, a feed line, the hello and the server list likewise. Nothing is spliced as text: each answer and
+//! each event is one typed value written with `serde_json` straight into one buffer (no `serde_json::Value`
+//! trees).
 //!
 //! A full `state` holds everything; the others only what changed since the last push (see
 //! [`WebView::write_state`]). What the viewers were sent is kept as plain values ([`PlayerSig`], [`FlagOut`],
 //! [`TeamOut`]) compared field by field, not hashed.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 
-use super::{pose_of, round2, round3, v3, ServerView, WebView};
+use super::{round2, round3, v3, ServerView, Status, WebView};
 use crate::bzflag::consts::{FlagStatus, Team};
 use crate::bzflag::game::{FlagState, Game, Player};
 use crate::bzflag::msg::Abbv;
+use crate::bzflag::netstats::PlayerNet;
 use crate::bzflag::play::{LiveShot, Physics, ShotKind};
+use crate::bzflag::scene::{Scene, SceneTank};
 use crate::reactor::{Reactor, SessionId};
 
 /// What decides whether a player is sent again: a new update, its status, flag, score or name.
@@ -26,7 +32,7 @@ pub(super) struct PlayerSig {
     nr: bool,
     team: Team,
     flag: Option<Abbv>,
-    score: (u16, u16, u16),
+    score: ScoreOut,
     callsign: u64,
 }
 
@@ -46,11 +52,24 @@ pub(super) struct FlagOut {
 pub(super) struct TeamOut {
     team: &'static str,
     size: u16,
+    wins: u16,
+    losses: u16,
     score: i32,
 }
 
+/// A player's score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct ScoreOut {
+    wins: u16,
+    losses: u16,
+    tks: u16,
+}
+
+/// A player, in `/api/state` and in the stream alike: its pose at the state's time (`pos`, velocity `vel`,
+/// `azimuth`, angular velocity `av`, from the scene's dead reckoning; its spawn point at rest before its first
+/// update), whether it is not responding (`nr`), and its score.
 #[derive(Serialize)]
-struct PlayerOut<'a> {
+pub(super) struct PlayerOut<'a> {
     id: u8,
     callsign: &'a str,
     team: &'static str,
@@ -61,12 +80,88 @@ struct PlayerOut<'a> {
     nr: bool,
     pos: [f64; 3],
     vel: [f64; 3],
-    az: f64,
+    azimuth: f64,
     av: f64,
     flag: Option<Abbv>,
-    wins: u16,
-    losses: u16,
-    tks: u16,
+    score: ScoreOut,
+}
+
+impl<'a> PlayerOut<'a> {
+    /// Player `p` as the scene has it (`tank`: `None` for an observer, which the scene does not follow).
+    fn of(game: &Game, p: &'a Player, tank: Option<&SceneTank>) -> PlayerOut<'a> {
+        let (pos, vel, azimuth, av, nr) = match tank {
+            Some(t) => (
+                v3(t.pose.pos.to_array()),
+                v3(t.velocity().to_array()),
+                round3(t.pose.azimuth),
+                round3(t.angular_velocity()),
+                t.not_responding,
+            ),
+            None => {
+                let (pos, az) = p.spawn.unwrap_or(([0.0; 3], 0.0));
+                (v3(pos), [0.0; 3], round3(az), 0.0, false)
+            }
+        };
+        PlayerOut {
+            id: p.id,
+            callsign: &p.callsign,
+            team: p.team.name(),
+            kind: p.player_type.name(),
+            alive: p.alive,
+            paused: p.paused,
+            nr,
+            pos,
+            vel,
+            azimuth,
+            av,
+            flag: p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv()),
+            score: ScoreOut { wins: p.wins, losses: p.losses, tks: p.team_kills },
+        }
+    }
+}
+
+/// A player of `/api/state`: the player and its network figures (`null` before its first update).
+#[derive(Serialize)]
+struct ApiPlayer<'a> {
+    #[serde(flatten)]
+    player: PlayerOut<'a>,
+    net: Option<PlayerNet>,
+}
+
+/// A shot of `/api/state`: where it is at the request and how it moves.
+#[derive(Serialize)]
+struct ApiShot {
+    shooter: u8,
+    id: u16,
+    team: &'static str,
+    flag: Abbv,
+    pos: [f64; 3],
+    vel: [f64; 3],
+}
+
+#[derive(Serialize)]
+struct WorldRef<'a> {
+    hash: Option<&'a str>,
+    size: Option<f32>,
+}
+
+/// `GET /api/state?server=N` (`docs/schemas/web-state.schema.json`).
+#[derive(Serialize)]
+pub(super) struct ApiState<'a> {
+    v: u8,
+    server: usize,
+    address: String,
+    status: &'static str,
+    world: WorldRef<'a>,
+    time: f64,
+    time_left: Option<f64>,
+    teams: Vec<TeamOut>,
+    players: Vec<ApiPlayer<'a>>,
+    flags: Vec<FlagOut>,
+    shots: Vec<ApiShot>,
+    /// Absent before the observer is in the game; `null` when its session is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<Option<Link>>,
 }
 
 /// A shot with its whole path: `segs` are `[t0, t1, x, y, vx, vy]` in shot time. A guided missile has one segment
@@ -78,54 +173,75 @@ pub(super) struct ShotOut<'a> {
     pub(super) phys: &'a Physics,
 }
 
+#[derive(Serialize)]
+struct ShotWire<'a> {
+    key: ShotKey,
+    shooter: u8,
+    team: &'static str,
+    flag: Abbv,
+    age: f64,
+    life: f64,
+    segs: Segs<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gm: Option<[f64; 9]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expired: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sw: Option<[f64; 4]>,
+}
+
 impl Serialize for ShotOut<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let x = self.shot;
-        let age = round3(x.age(self.now));
-        let mut m = ser.serialize_map(None)?;
-        m.serialize_entry("key", &ShotKey(x.shooter, x.shot_id))?;
-        m.serialize_entry("shooter", &x.shooter)?;
-        m.serialize_entry("team", x.team.name())?;
-        m.serialize_entry("flag", &x.flag)?;
-        m.serialize_entry("age", &age)?;
-        m.serialize_entry("life", &round3(x.lifetime))?;
-        match (x.kind, x.missile.as_ref()) {
-            (ShotKind::GuidedMissile, Some(g)) => {
-                let speed = x.velocity.length();
-                let vel = g.direction() * speed;
-                let t = round3(g.time);
-                let seg = [t, round3(x.lifetime), round2(g.pos.x), round2(g.pos.y), round2(vel.x), round2(vel.y)];
-                m.serialize_entry("segs", &[seg])?;
-                let gm = [
-                    round2(g.pos.x),
-                    round2(g.pos.y),
-                    round2(g.pos.z),
-                    round3(g.azimuth),
-                    round3(g.elevation),
-                    f64::from(g.target),
-                    round3(self.phys.gm_turn_angle),
-                    round2(speed),
-                    t,
-                ];
-                m.serialize_entry("gm", &gm)?;
-                m.serialize_entry("expired", &g.expired)?;
-            }
-            _ => m.serialize_entry("segs", &Segs(x))?,
+        let p = self.phys;
+        let mut wire = ShotWire {
+            key: ShotKey(x.shooter, x.shot_id),
+            shooter: x.shooter,
+            team: x.team.name(),
+            flag: x.flag,
+            age: round3(x.age(self.now)),
+            life: round3(x.lifetime),
+            segs: Segs::Path(x),
+            gm: None,
+            expired: None,
+            sw: (x.kind == ShotKind::ShockWave)
+                .then(|| [round2(x.start.x), round2(x.start.y), round2(p.shock_in_radius), round2(p.shock_out_radius)]),
+        };
+        if let (ShotKind::GuidedMissile, Some(g)) = (x.kind, x.missile.as_ref()) {
+            let speed = x.velocity.length();
+            let vel = g.direction() * speed;
+            let t = round3(g.time);
+            wire.segs =
+                Segs::One([t, round3(x.lifetime), round2(g.pos.x), round2(g.pos.y), round2(vel.x), round2(vel.y)]);
+            wire.gm = Some([
+                round2(g.pos.x),
+                round2(g.pos.y),
+                round2(g.pos.z),
+                round3(g.azimuth),
+                round3(g.elevation),
+                f64::from(g.target),
+                round3(p.gm_turn_angle),
+                round2(speed),
+                t,
+            ]);
+            wire.expired = Some(g.expired);
         }
-        if x.kind == ShotKind::ShockWave {
-            let p = self.phys;
-            let sw = [round2(x.start.x), round2(x.start.y), round2(p.shock_in_radius), round2(p.shock_out_radius)];
-            m.serialize_entry("sw", &sw)?;
-        }
-        m.end()
+        wire.serialize(ser)
     }
 }
 
-struct Segs<'a>(&'a LiveShot);
+enum Segs<'a> {
+    Path(&'a LiveShot),
+    One([f64; 6]),
+}
 
 impl Serialize for Segs<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        let segs = &self.0.segments[..self.0.segments.len().min(100)];
+        let shot = match self {
+            Segs::One(seg) => return [seg].serialize(ser),
+            Segs::Path(shot) => shot,
+        };
+        let segs = &shot.segments[..shot.segments.len().min(100)];
         let mut q = ser.serialize_seq(Some(segs.len()))?;
         for g in segs {
             q.serialize_element(&[
@@ -161,6 +277,7 @@ struct NetOut<'a> {
 
 impl Serialize for NetOut<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
         let net = self.reactor.net_stats(self.sid);
         let mut m = ser.serialize_map(None)?;
         for id in self.ids {
@@ -173,6 +290,8 @@ impl Serialize for NetOut<'_> {
     }
 }
 
+/// Our own observer's link: the server's lag figure for it (`/lagstats`), the round trip of our last `/lagstats`
+/// request, and whether UDP is up.
 #[derive(Serialize)]
 struct Link {
     lag_ms: Option<f64>,
@@ -190,7 +309,7 @@ fn link(reactor: &Reactor, sid: SessionId, now: Instant) -> Option<Link> {
     })
 }
 
-pub(super) fn flag_out(f: &FlagState, phys: &Physics, now: Instant) -> FlagOut {
+fn flag_out(f: &FlagState, phys: &Physics, now: Instant) -> FlagOut {
     FlagOut {
         index: f.index,
         abbv: f.abbv(),
@@ -202,18 +321,25 @@ pub(super) fn flag_out(f: &FlagState, phys: &Physics, now: Instant) -> FlagOut {
 }
 
 /// The flags that exist, by index.
-pub(super) fn flags_sorted(game: &Game) -> Vec<&FlagState> {
+fn flags_sorted(game: &Game) -> Vec<&FlagState> {
     let mut flags: Vec<&FlagState> = game.flags.values().filter(|f| f.info.status != FlagStatus::NoExist).collect();
     flags.sort_unstable_by_key(|f| f.index);
     flags
 }
 
-fn teams_of(game: &Game) -> Vec<TeamOut> {
+/// The teams (observers left out) that pass `keep`.
+fn teams_of(game: &Game, keep: impl Fn(u16, u16, u16) -> bool) -> Vec<TeamOut> {
     game.teams
         .iter()
         .flatten()
-        .filter(|t| t.team != Team::Observer && (t.size > 0 || t.wins > 0 || t.losses > 0))
-        .map(|t| TeamOut { team: t.team.name(), size: t.size, score: i32::from(t.wins) - i32::from(t.losses) })
+        .filter(|t| t.team != Team::Observer && keep(t.size, t.wins, t.losses))
+        .map(|t| TeamOut {
+            team: t.team.name(),
+            size: t.size,
+            wins: t.wins,
+            losses: t.losses,
+            score: i32::from(t.wins) - i32::from(t.losses),
+        })
         .collect()
 }
 
@@ -222,16 +348,48 @@ fn callsign_sig(p: &Player) -> u64 {
     BuildHasherDefault::<DefaultHasher>::default().hash_one(p.callsign.as_str())
 }
 
-/// Appends `v` as JSON (it cannot fail: every value written here serializes).
-fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
-    let _ = serde_json::to_writer(&mut *out, v);
+/// A `state` event of the stream. Before the observer is in the game only `server`, `t`, `full` and an empty
+/// `players`; then everything in [`Live`].
+#[derive(Serialize)]
+struct StateOut<'a> {
+    server: usize,
+    t: f64,
+    full: bool,
+    players: Vec<PlayerOut<'a>>,
+    #[serde(flatten)]
+    live: Option<Live<'a>>,
 }
 
-/// Appends `,"key":`.
-fn key(out: &mut Vec<u8>, k: &str) {
-    out.push(b',');
-    json(out, k);
-    out.push(b':');
+#[derive(Serialize)]
+struct Live<'a> {
+    status: &'static str,
+    since_ms: Option<f64>,
+    event_ms: Option<f64>,
+    wall_ms: u64,
+    time_left: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gone: Option<Vec<u8>>,
+    flags: Vec<FlagOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flags_gone: Option<Vec<u16>>,
+    shots: ShotsOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    teams: Option<Vec<TeamOut>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    net: Option<NetOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<Option<Link>>,
+}
+
+#[derive(Serialize)]
+struct ShotsOut<'a> {
+    new: Vec<ShotOut<'a>>,
+    gone: Vec<ShotKey>,
+}
+
+/// Appends `v` as JSON (it cannot fail: every value written here serializes).
+pub(super) fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 impl WebView {
@@ -243,14 +401,14 @@ impl WebView {
     /// time), the teams when they changed, and every player's network figures once per
     /// [`super::NET_INTERVAL`].
     pub(super) fn write_state(&mut self, reactor: &Reactor, si: usize, now: Instant, full: bool, out: &mut Vec<u8>) {
-        self.follow(reactor, si);
+        self.follow(reactor, si, now);
         self.seq += 1;
         out.extend_from_slice(format!("event: state\nid: {}\ndata: ", self.seq).as_bytes());
         let t = round3(now.saturating_duration_since(self.epoch).as_secs_f32());
         let s = &mut self.servers[si];
         let game = s.session.and_then(|sid| reactor.session(sid).map(|x| (sid, x.game())));
-        let (Some((sid, game)), Some(phys)) = (game, s.phys.clone()) else {
-            out.extend_from_slice(format!(r#"{{"server":{si},"t":{t},"full":true,"players":[]}}"#).as_bytes());
+        let (Some((sid, game)), Some(phys)) = (game, s.scene.physics().cloned()) else {
+            json(out, &StateOut { server: si, t, full: true, players: Vec::new(), live: None });
             out.extend_from_slice(b"\n\n");
             return;
         };
@@ -259,74 +417,117 @@ impl WebView {
         let wall_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-        out.extend_from_slice(format!(r#"{{"server":{si},"t":{t},"status":"#).as_bytes());
-        json(out, s.status.name());
-        key(out, "full");
-        json(out, &full);
-        key(out, "since_ms");
-        json(out, &since_ms);
-        key(out, "event_ms");
-        json(out, &event_ms);
-        key(out, "wall_ms");
-        json(out, &wall_ms);
-        key(out, "time_left");
-        json(out, &game.seconds_left(now).map(round2));
 
-        let ids = write_players(s, game, &phys, now, full, out);
-        write_flags(s, game, &phys, now, full, out);
-        write_shots(s, &phys, now, full, out);
-
+        let (ids, players, gone) = players_of(s, game, full);
+        let (flags, flags_gone) = flags_of(s, game, &phys, now, full);
         // Teams when they changed; network figures once a second.
-        let teams = teams_of(game);
-        if full || s.sent_teams.as_ref() != Some(&teams) {
-            key(out, "teams");
-            json(out, &teams);
+        let teams = teams_of(game, |size, wins, losses| size > 0 || wins > 0 || losses > 0);
+        let teams = (full || s.sent_teams.as_ref() != Some(&teams)).then(|| {
             if !full {
-                s.sent_teams = Some(teams);
+                s.sent_teams = Some(teams.clone());
             }
-        }
+            teams
+        });
         let send_net = full || s.last_net.is_none_or(|t| now >= t + super::NET_INTERVAL);
-        if send_net {
-            key(out, "net");
-            json(out, &NetOut { reactor, sid, ids: &ids, game, now });
-            key(out, "link");
-            json(out, &link(reactor, sid, now));
-            if !full {
-                s.last_net = Some(now);
-            }
+        if send_net && !full {
+            s.last_net = Some(now);
         }
-        out.extend_from_slice(b"}\n\n");
+        let shots = shots_of(&s.scene, &mut s.sent_shots, &phys, now, full);
+        let state = StateOut {
+            server: si,
+            t,
+            full,
+            players,
+            live: Some(Live {
+                status: s.status.name(),
+                since_ms,
+                event_ms,
+                wall_ms,
+                time_left: game.seconds_left(now).map(round2),
+                gone,
+                flags,
+                flags_gone,
+                shots,
+                teams,
+                net: send_net.then_some(NetOut { reactor, sid, ids: &ids, game, now }),
+                link: send_net.then(|| link(reactor, sid, now)),
+            }),
+        };
+        json(out, &state);
+        out.extend_from_slice(b"\n\n");
+    }
+
+    /// `GET /api/state?server=N`: one server's game at `now`, positions dead-reckoned to it.
+    pub(super) fn api_state_out<'a>(&'a mut self, reactor: &'a Reactor, si: usize, now: Instant) -> ApiState<'a> {
+        self.follow(reactor, si, now);
+        let s = &self.servers[si];
+        let mut out = ApiState {
+            v: 1,
+            server: si,
+            address: s.addr.to_string(),
+            status: s.status.name(),
+            world: WorldRef { hash: s.world_hash.as_deref(), size: s.world.as_ref().map(|w| w.world_size) },
+            time: round3(now.saturating_duration_since(self.epoch).as_secs_f32()),
+            time_left: None,
+            teams: Vec::new(),
+            players: Vec::new(),
+            flags: Vec::new(),
+            shots: Vec::new(),
+            link: None,
+        };
+        let Some(sid) = s.session else { return out };
+        let Some(game) = reactor.session(sid).map(|x| x.game()) else { return out };
+        let Some(phys) = s.scene.physics() else { return out };
+        let net = reactor.net_stats(sid);
+        out.time_left = game.seconds_left(now).map(round2);
+        out.teams = teams_of(game, |_, _, _| true);
+        let mut players: Vec<&Player> = game.players.values().collect();
+        players.sort_by_key(|p| p.id);
+        out.players = players
+            .into_iter()
+            .map(|p| ApiPlayer {
+                player: PlayerOut::of(game, p, s.scene.tank(p.id)),
+                net: net.and_then(|n| n.player(p.id, now)),
+            })
+            .collect();
+        out.flags = flags_sorted(game).iter().map(|f| flag_out(f, phys, now)).collect();
+        out.link = Some(link(reactor, sid, now));
+        out.shots = shots_now(&s.scene, now);
+        out
     }
 }
 
+fn shots_now(scene: &Scene, now: Instant) -> Vec<ApiShot> {
+    scene
+        .shots_at(now)
+        .map(|x| ApiShot {
+            shooter: x.shot.shooter,
+            id: x.shot.shot_id,
+            team: x.shot.team.name(),
+            flag: x.shot.flag,
+            pos: v3(x.pos.to_array()),
+            vel: v3(x.vel.to_array()),
+        })
+        .collect()
+}
+
 /// The `players` of a state: every player for a `full` one, else those whose [`PlayerSig`] changed (the page
-/// extrapolates the others), then the ids of those `gone`. Returns the ids of the players in the game, sorted.
-fn write_players(
-    s: &mut ServerView,
-    game: &Game,
-    phys: &Physics,
-    now: Instant,
-    full: bool,
-    out: &mut Vec<u8>,
-) -> Vec<u8> {
+/// extrapolates the others), and the ids of those `gone`. Also the ids of the players in the game, sorted.
+fn players_of<'a>(s: &mut ServerView, game: &'a Game, full: bool) -> (Vec<u8>, Vec<PlayerOut<'a>>, Option<Vec<u8>>) {
     let mut ids: Vec<u8> = game.players.keys().copied().collect();
     ids.sort_unstable();
-    key(out, "players");
-    out.push(b'[');
-    let mut first = true;
+    let mut out = Vec::new();
     for id in &ids {
         let Some(p) = game.players.get(id) else { continue };
-        let flag = p.flag.and_then(|i| game.flags.get(&i)).map(|f| f.abbv());
-        let nr =
-            s.remotes.get(&p.id).is_some_and(|r| r.at(now, phys.gravity, 0.0, phys.not_responding_time).not_responding);
+        let player = PlayerOut::of(game, p, s.scene.tank(p.id));
         let sig = PlayerSig {
             update: p.last_update.map(|u| u.1),
             alive: p.alive,
             paused: p.paused,
-            nr,
+            nr: player.nr,
             team: p.team,
-            flag,
-            score: (p.wins, p.losses, p.team_kills),
+            flag: player.flag,
+            score: player.score,
             callsign: callsign_sig(p),
         };
         let known = s.sent_players.get(&p.id);
@@ -339,50 +540,29 @@ fn write_players(
         } else {
             s.sent_players.insert(p.id, Some(sig));
         }
-        let (pos, vel, az, av) = pose_of(game, phys, p, &s.remotes, now);
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        json(
-            out,
-            &PlayerOut {
-                id: p.id,
-                callsign: &p.callsign,
-                team: p.team.name(),
-                kind: p.player_type.name(),
-                alive: p.alive,
-                paused: p.paused,
-                nr,
-                pos,
-                vel,
-                az,
-                av,
-                flag,
-                wins: p.wins,
-                losses: p.losses,
-                tks: p.team_kills,
-            },
-        );
+        out.push(player);
     }
-    out.push(b']');
+    let mut gone = None;
     if !full {
-        let gone: Vec<u8> = s.sent_players.keys().filter(|id| !game.players.contains_key(id)).copied().collect();
-        if !gone.is_empty() {
+        let ids: Vec<u8> = s.sent_players.keys().filter(|id| !game.players.contains_key(id)).copied().collect();
+        if !ids.is_empty() {
             s.sent_players.retain(|id, _| game.players.contains_key(id));
-            key(out, "gone");
-            json(out, &gone);
+            gone = Some(ids);
         }
     }
-    ids
+    (ids, out, gone)
 }
 
-/// The `flags` of a state: every flag for a `full` one, else those that changed (flying ones every time), then
+/// The `flags` of a state: every flag for a `full` one, else those that changed (flying ones every time), and
 /// the indexes of those gone (`flags_gone`).
-fn write_flags(s: &mut ServerView, game: &Game, phys: &Physics, now: Instant, full: bool, out: &mut Vec<u8>) {
-    key(out, "flags");
-    out.push(b'[');
-    let mut first = true;
+fn flags_of(
+    s: &mut ServerView,
+    game: &Game,
+    phys: &Physics,
+    now: Instant,
+    full: bool,
+) -> (Vec<FlagOut>, Option<Vec<u16>>) {
+    let mut out = Vec::new();
     let flags = flags_sorted(game);
     for f in &flags {
         let fo = flag_out(f, phys, now);
@@ -390,69 +570,60 @@ fn write_flags(s: &mut ServerView, game: &Game, phys: &Physics, now: Instant, fu
         if !full && known.is_some_and(|k| k.as_ref() == Some(&fo)) {
             continue;
         }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        json(out, &fo);
         if full {
             s.sent_flags.entry(f.index).or_insert(None);
         } else {
-            s.sent_flags.insert(f.index, Some(fo));
+            s.sent_flags.insert(f.index, Some(fo.clone()));
         }
+        out.push(fo);
     }
-    out.push(b']');
+    let mut gone = None;
     if !full && s.sent_flags.len() > flags.len() {
-        let gone: Vec<u16> =
+        let ids: Vec<u16> =
             s.sent_flags.keys().filter(|i| flags.binary_search_by_key(i, |f| &f.index).is_err()).copied().collect();
-        s.sent_flags.retain(|i, _| !gone.contains(i));
-        if !gone.is_empty() {
-            key(out, "flags_gone");
-            json(out, &gone);
+        s.sent_flags.retain(|i, _| !ids.contains(i));
+        if !ids.is_empty() {
+            gone = Some(ids);
         }
     }
+    (out, gone)
 }
 
 /// The `shots` of a state: new ones with their whole path, guided missiles every time (they turn), and those that
 /// ended early (`gone`).
-fn write_shots(s: &mut ServerView, phys: &Physics, now: Instant, full: bool, out: &mut Vec<u8>) {
-    key(out, "shots");
-    out.extend_from_slice(br#"{"new":["#);
-    let mut first = true;
-    for x in s.tracker.iter() {
+fn shots_of<'a>(
+    scene: &'a Scene,
+    sent: &mut HashMap<(u8, u16), bool>,
+    phys: &'a Physics,
+    now: Instant,
+    full: bool,
+) -> ShotsOut<'a> {
+    let tracker = scene.shots();
+    let mut new = Vec::new();
+    for x in tracker.iter() {
         let k = (x.shooter, x.shot_id);
         let gm = x.kind == ShotKind::GuidedMissile;
-        if !full && !gm && s.sent_shots.get(&k) == Some(&true) {
+        if !full && !gm && sent.get(&k) == Some(&true) {
             continue;
         }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        json(out, &ShotOut { shot: x, now, phys });
+        new.push(ShotOut { shot: x, now, phys });
         if full {
-            s.sent_shots.entry(k).or_insert(false);
+            sent.entry(k).or_insert(false);
         } else {
-            s.sent_shots.insert(k, true);
+            sent.insert(k, true);
         }
     }
-    out.extend_from_slice(br#"],"gone":["#);
+    let mut gone = Vec::new();
     if !full {
-        let mut first = true;
-        let tracker = &s.tracker;
-        s.sent_shots.retain(|&(a, b), _| {
+        sent.retain(|&(a, b), _| {
             if tracker.get(a, b).is_some() {
                 return true;
             }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            json(out, &ShotKey(a, b));
+            gone.push(ShotKey(a, b));
             false
         });
     }
-    out.extend_from_slice(b"]}");
+    ShotsOut { new, gone }
 }
 
 /// Forget what the viewers were sent (a new world, or nobody watching): the next state sends everything again.
@@ -462,4 +633,75 @@ pub(super) fn forget_sent(s: &mut ServerView) {
     s.sent_shots.clear();
     s.sent_teams = None;
     s.last_net = None;
+}
+
+/// A line of the kill and chat feed.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct FeedItem {
+    pub(super) server: usize,
+    pub(super) t: f64,
+    pub(super) kind: &'static str,
+    pub(super) text: String,
+}
+
+/// A `status` event.
+#[derive(Serialize)]
+pub(super) struct StatusOut {
+    pub(super) server: usize,
+    pub(super) status: &'static str,
+}
+
+/// `GET /api/servers`.
+#[derive(Serialize)]
+pub(super) struct ServersOut<'a> {
+    pub(super) v: u8,
+    pub(super) servers: Vec<ServerOut<'a>>,
+}
+
+#[derive(Serialize)]
+pub(super) struct ServerOut<'a> {
+    pub(super) index: usize,
+    pub(super) label: &'a str,
+    pub(super) address: String,
+    pub(super) status: &'static str,
+    pub(super) world: Option<&'a str>,
+}
+
+/// The `hello` event: the server, its status and world.
+#[derive(Serialize)]
+pub(super) struct HelloOut<'a> {
+    pub(super) server: usize,
+    pub(super) label: &'a str,
+    pub(super) address: String,
+    pub(super) status: &'static str,
+    pub(super) world: Option<HelloWorld<'a>>,
+    pub(super) push_ms: u64,
+}
+
+#[derive(Serialize)]
+pub(super) struct HelloWorld<'a> {
+    pub(super) hash: Option<&'a str>,
+    pub(super) size: f32,
+    pub(super) links: &'a [[f64; 4]],
+    pub(super) bases: Vec<BaseOut>,
+    pub(super) water: Option<f32>,
+}
+
+#[derive(Serialize)]
+pub(super) struct BaseOut {
+    pub(super) team: &'static str,
+    pub(super) pos: [f64; 2],
+    pub(super) size: [f64; 2],
+    pub(super) angle: f64,
+}
+
+impl Status {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Status::Connecting => "connecting",
+            Status::Joined => "joined",
+            Status::Reconnecting => "reconnecting",
+            Status::Closed => "closed",
+        }
+    }
 }

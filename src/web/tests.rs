@@ -1,4 +1,7 @@
+use serde_json::json;
+
 use super::*;
+use crate::bzflag::play::Physics;
 
 fn view() -> (Reactor, WebView) {
     let reactor = Reactor::new().expect("reactor");
@@ -34,7 +37,7 @@ fn feed_lines_are_kept_bounded_and_carry_text_not_markup() {
     }
     assert_eq!(v.servers[0].feed.len(), FEED_LEN);
     // The page puts it in with textContent; the JSON keeps it as the text it is.
-    let last = v.servers[0].feed.back().unwrap();
+    let last = serde_json::to_value(v.servers[0].feed.back().unwrap()).unwrap();
     assert_eq!(last["kind"], "chat");
     assert!(last["text"].as_str().unwrap().contains("<script>"));
 }

@@ -16,6 +16,7 @@ mod harness;
 mod hostile;
 mod hostile_scan;
 mod hostile_worlds;
+mod http_hostile;
 mod install;
 mod monitor;
 mod monitor_hostile;

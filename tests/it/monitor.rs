@@ -19,10 +19,30 @@ use crate::support::{bzhead, free_port, require_program, Bzfs, OutputBuf, TempDi
 const PROMETHEUS: &str = "/usr/bin/prometheus";
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// `bzhead monitor` on `db`, serving HTTP on `http`, with the plugins of `plugins` and `extra` arguments.
+pub(crate) fn monitor_command(db: &Path, http: SocketAddr, plugins: &TempDir, extra: &[String]) -> Command {
+    let mut args: Vec<String> = vec![
+        "monitor".into(),
+        "--db".into(),
+        db.to_str().unwrap().into(),
+        "--http".into(),
+        http.to_string(),
+        "--plugin-dir".into(),
+        plugins.path().to_str().unwrap().into(),
+        "--timeout-ms".into(),
+        "300".into(),
+        "--retries".into(),
+        "1".into(),
+        "--print-rounds".into(),
+    ];
+    args.extend(extra.iter().cloned());
+    bzhead(&args)
+}
+
 /// A running `bzhead monitor`, killed on drop.
 pub(crate) struct MonitorProc {
     child: Child,
-    http: SocketAddr,
+    pub(crate) http: SocketAddr,
     pub(crate) log: OutputBuf,
 }
 
@@ -30,22 +50,11 @@ impl MonitorProc {
     /// Starts `bzhead monitor` on `db` with the plugins of `plugins`, its API on a free port, and `extra`.
     pub(crate) fn start(db: &Path, plugins: &TempDir, extra: &[String]) -> MonitorProc {
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let mut args: Vec<String> = vec![
-            "monitor".into(),
-            "--db".into(),
-            db.to_str().unwrap().into(),
-            "--http".into(),
-            http.to_string(),
-            "--plugin-dir".into(),
-            plugins.path().to_str().unwrap().into(),
-            "--timeout-ms".into(),
-            "300".into(),
-            "--retries".into(),
-            "1".into(),
-            "--print-rounds".into(),
-        ];
-        args.extend(extra.iter().cloned());
-        let mut cmd = bzhead(&args);
+        MonitorProc::spawn(monitor_command(db, http, plugins, extra), http)
+    }
+
+    /// Starts `cmd`, a monitor serving HTTP on `http`, and waits for its API.
+    pub(crate) fn spawn(mut cmd: Command, http: SocketAddr) -> MonitorProc {
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("cannot start bzhead monitor");
         let log = OutputBuf::new();

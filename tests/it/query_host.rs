@@ -272,3 +272,31 @@ fn an_unknown_protocol_is_a_usage_error_that_lists_what_is_known() {
     let help = run_bzhead(["query", "bzflag", "--help"], WAIT);
     assert!(help.success() && help.stdout.contains("--timeout-ms"), "{}", help.describe());
 }
+
+#[test]
+fn every_front_end_refuses_an_unknown_protocol_with_the_known_ones() {
+    // `query`, `scan` (servers and master) and `monitor` share one front door (`bzhead::query::front`): the same
+    // usage error, naming every known protocol (the built-in ones here: no plugin directory).
+    let db = TempDir::new("front-unknown");
+    let db = db.path().join("m.sqlite");
+    let runs: [&[&str]; 4] = [
+        &["query", "nosuch", "127.0.0.1:1"],
+        &["scan", "--protocol", "nosuch", "--master", "127.0.0.1:1"],
+        &["scan", "--protocol", "quake3", "--master", "127.0.0.1:1", "--master-protocol", "nosuch"],
+        &["monitor", "--db", db.to_str().unwrap(), "--server", "nosuch=127.0.0.1:1", "--rounds", "1"],
+    ];
+    for args in runs {
+        let out = run_bzhead(args, WAIT);
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.describe());
+        assert!(out.stderr.contains("unknown protocol \"nosuch\"; known: bzflag, "), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("quake3") && out.stderr.contains("dpmaster"), "{args:?}: {}", out.stderr);
+    }
+    // A server protocol as a master's, and a master protocol as the servers', are usage errors too.
+    let out =
+        run_bzhead(["scan", "--protocol", "quake3", "--master", "127.0.0.1:1", "--master-protocol", "quake3"], WAIT);
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("quake3 is not a master protocol"), "{}", out.stderr);
+    let out = run_bzhead(["scan", "--protocol", "dpmaster", "--master", "127.0.0.1:1"], WAIT);
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("dpmaster is a master protocol"), "{}", out.stderr);
+}

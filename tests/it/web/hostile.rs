@@ -2,11 +2,12 @@
 //! close), the observer's memory stays bounded, and a client that stops reading does not slow the others.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::{bots, http_get, rss_kb, split_response, web_observer, Spawned};
-use crate::support::Bzfs;
+use crate::http_hostile::{connect_from, flood_measured, get_from, read_until_close};
+use crate::support::{bzhead, free_port, Bzfs};
 
 /// Sends `bytes` and reads the answer until the server closes (or 20 s pass).
 fn exchange(addr: SocketAddr, bytes: &[u8]) -> (u16, String, Vec<u8>, bool) {
@@ -51,12 +52,12 @@ fn oversized_unknown_and_upgrade_requests_are_refused_with_bounded_memory() {
     let base = rss_kb(obs.pid());
 
     // A request line longer than the head limit: 414, then the connection is closed.
-    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(64 * 1024));
+    let long = format!("GET /{} HTTP/1.1\r\nHost: localhost\r\n\r\n", "a".repeat(64 * 1024));
     let (status, head, _, closed) = exchange(addr, long.as_bytes());
     assert_eq!(status, 414, "{head}");
     assert!(closed);
     // Headers past the limit (one huge, or too many): 431.
-    let big = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "b".repeat(64 * 1024));
+    let big = format!("GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n", "b".repeat(64 * 1024));
     assert_eq!(exchange(addr, big.as_bytes()).0, 431);
     let many: String = (0..200).map(|i| format!("X-H{i}: v\r\n")).collect();
     assert_eq!(exchange(addr, format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()).0, 431);
@@ -64,14 +65,14 @@ fn oversized_unknown_and_upgrade_requests_are_refused_with_bounded_memory() {
     assert_eq!(http_get(addr, "/etc/passwd").0, 404);
     assert_eq!(http_get(addr, "/api/state?server=99").0, 404);
     for m in ["POST", "DELETE", "PUT", "BREW"] {
-        let (status, head, _, closed) = exchange(addr, format!("{m} / HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let (status, head, _, closed) = exchange(addr, format!("{m} / HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes());
         assert_eq!(status, 405, "{m}: {head}");
         assert!(head.contains("Allow: GET, HEAD") && closed, "{head}");
     }
     assert_eq!(exchange(addr, b"GET / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd").0, 413);
     assert_eq!(exchange(addr, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n").0, 400);
     // A WebSocket handshake: refused, the view is read-only.
-    let ws = "GET /events HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+    let ws = "GET /events HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
               Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
     let (status, head, _, closed) = exchange(addr, ws.as_bytes());
     assert_eq!(status, 400, "{head}");
@@ -94,7 +95,7 @@ fn frames_from_the_browser_close_the_stream() {
     let (_bzfs, _bots, _obs, addr) = game();
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-    s.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+    s.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("write");
     let mut buf = vec![0u8; 4096];
     let n = s.read(&mut buf).expect("stream head");
     assert!(String::from_utf8_lossy(&buf[..n]).contains("text/event-stream"));
@@ -109,7 +110,7 @@ fn slow_and_never_finished_requests_time_out() {
     let (_bzfs, _bots, _obs, addr) = game();
     let start = Instant::now();
     // A request that never finishes: 408 after the request timeout (10 s), then closed.
-    let (status, head, _, closed) = exchange(addr, b"GET / HTTP/1.1\r\nHost: x\r\n");
+    let (status, head, _, closed) = exchange(addr, b"GET / HTTP/1.1\r\nHost: localhost\r\n");
     assert_eq!(status, 408, "{head}");
     assert!(closed);
     let took = start.elapsed();
@@ -142,8 +143,9 @@ fn slow_and_never_finished_requests_time_out() {
 fn too_many_connections_get_503_and_the_rest_still_works() {
     let (_bzfs, _bots, obs, addr) = game();
     // The cap is 128 connections; open 140 that send nothing (quickly: an idle connection is closed after the
-    // 10 s request timeout), then see which ones were answered.
-    let conns: Vec<TcpStream> = (0..140).map(|_| TcpStream::connect(addr).expect("connect")).collect();
+    // 10 s request timeout), then see which ones were answered. They come from five addresses, 28 each: one
+    // address may hold only `MAX_CONNECTIONS_PER_PEER` (32).
+    let conns: Vec<TcpStream> = (0..140u8).map(|i| connect_from(Ipv4Addr::new(127, 0, 0, 1 + i / 28), addr)).collect();
     std::thread::sleep(Duration::from_secs(2));
     let mut held = Vec::new();
     let mut refused = 0;
@@ -215,11 +217,11 @@ fn a_stalled_viewer_is_dropped_and_does_not_slow_the_others() {
     sock.set_recv_buffer_size(4096).expect("rcvbuf");
     sock.connect(&addr.into()).expect("connect");
     let mut stalled: TcpStream = sock.into();
-    stalled.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+    stalled.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("write");
     // A normal viewer that reads.
     let mut reader = TcpStream::connect(addr).expect("connect");
     reader.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
-    reader.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+    reader.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("write");
     let base = rss_kb(obs.pid());
     // Until the stalled one is dropped, the reader keeps getting states at the usual pace.
     let start = Instant::now();
@@ -244,4 +246,46 @@ fn a_stalled_viewer_is_dropped_and_does_not_slow_the_others() {
     stalled.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let mut sink = Vec::new();
     assert!(read_to_close(&mut stalled, &mut sink), "the stalled stream is still open");
+}
+
+/// Peak resident memory allowed to an observer with a web view that one client floods with pipelined `GET /app.js`
+/// it never reads, in KiB: the observer's own size (about 30 MiB in a debug build, with one game) plus what that
+/// client may cost (`bzhead::http::MAX_QUEUED_OUT`, one response, the input buffer; `/app.js` itself is shared,
+/// not copied), with room to spare. On `main` the same 8 s flood took the observer to 310 MiB.
+const FLOOD_PEAK_KIB: u64 = 64 * 1024;
+
+#[test]
+fn pipelining_app_js_without_reading_keeps_the_view_bounded_and_it_answers_others() {
+    let bzfs = Bzfs::builder().start();
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let cmd = bzhead(["observe", "--web", &addr.to_string(), "--no-cache", "--for", "16", &bzfs.host_port()]);
+    let f = flood_measured(cmd, addr, "/app.js", "/api/servers", Duration::from_secs(8), Duration::from_secs(30));
+    eprintln!(
+        "web view flooded with /app.js: {} bytes of requests taken on {} connection(s); {} other requests answered; \
+         peak RSS {} KiB (bound {FLOOD_PEAK_KIB} KiB)",
+        f.sent, f.conns, f.answered, f.measured.max_rss_kib
+    );
+    assert!(f.measured.max_rss_kib < FLOOD_PEAK_KIB, "{}", f.measured.describe());
+    assert_eq!(f.conns, 1, "the flood connection was closed");
+}
+
+#[test]
+fn head_on_the_stream_foreign_hosts_and_the_allow_list() {
+    let bzfs = Bzfs::builder().start();
+    let (_obs, addr) = web_observer(&[bzfs.host_port()], &["--allow-host", "view.example.org"]);
+    // HEAD on the stream: the head, no body.
+    let (status, head, body) = get_from(Ipv4Addr::LOCALHOST, addr, "HEAD", "/events?server=0", "localhost");
+    assert_eq!(status, 200, "{head}");
+    assert!(body.is_empty(), "HEAD got a body: {:?}", String::from_utf8_lossy(&body));
+    // A foreign Host on this loopback listener (DNS rebinding): refused; the allowed name is served.
+    let (status, head, _) = get_from(Ipv4Addr::LOCALHOST, addr, "GET", "/api/servers", "evil.example");
+    assert_eq!(status, 421, "{head}");
+    let (status, head, _) = get_from(Ipv4Addr::LOCALHOST, addr, "GET", "/api/servers", "view.example.org:443");
+    assert_eq!(status, 200, "{head}");
+    // The stream from an allowed name is a stream.
+    let mut s = connect_from(Ipv4Addr::LOCALHOST, addr);
+    s.write_all(b"GET /events?server=0 HTTP/1.1\r\nHost: view.example.org\r\n\r\n").expect("write");
+    let mut buf = Vec::new();
+    read_until_close(&mut s, &mut buf, Duration::from_secs(2));
+    assert!(String::from_utf8_lossy(&buf).contains("text/event-stream"));
 }

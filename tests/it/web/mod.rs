@@ -5,6 +5,8 @@ mod api;
 mod chromium;
 mod hostile;
 mod page;
+mod shapes;
+mod worker;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
