@@ -664,7 +664,7 @@ impl BotHost {
                 name.into()
             }
         });
-        let options = SessionOptions { record, cache: self.config.cache.clone(), record_max_bytes: None };
+        let options = SessionOptions { record, rec: None, cache: self.config.cache.clone(), record_max_bytes: None };
         match self.reactor.add_session(s.addr, config, options) {
             Ok(sid) => {
                 s.eye = Eye::Joining(sid);
@@ -702,6 +702,7 @@ impl BotHost {
         b.attempts += 1;
         let options = SessionOptions {
             record: None,
+            rec: None,
             cache: if with_eye { None } else { self.config.cache.clone() },
             record_max_bytes: None,
         };

@@ -62,6 +62,10 @@ pub struct ObserveArgs {
     /// Record every payload both ways, with times, to FILE (replay it with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Also write what the observer sees as a BZFlag `.rec` recording to FILE, which `bzfs -replay` plays and
+    /// `bzhead replay` reads (the observer then stays on TCP: see docs/recordings.md).
+    #[arg(long, value_name = "FILE")]
+    pub rec: Option<PathBuf>,
     /// Most MiB the recording may take; past it recording stops with a message and the session goes on.
     #[arg(long, value_name = "MIB", default_value_t = bzhead::record::DEFAULT_MAX_RECORD_BYTES >> 20)]
     pub record_max_mib: u64,
@@ -112,7 +116,8 @@ impl ObserveArgs {
             motto: self.motto.clone(),
             team: Team::Observer,
             player_type: PlayerType::Tank,
-            udp: !self.no_udp,
+            // A `.rec` recorder stays on TCP: bzfs sends relayed updates over UDP only to a client that opened it.
+            udp: !self.no_udp && self.rec.is_none(),
             full_join,
             hello_timeout: secs(self.hello_timeout),
             join_timeout: secs(self.join_timeout),
@@ -126,6 +131,7 @@ impl ObserveArgs {
     pub fn session_options(&self, record: bool) -> SessionOptions {
         SessionOptions {
             record: if record { self.record.clone() } else { None },
+            rec: if record { self.rec.clone() } else { None },
             cache: super::world_cache(self.no_cache, self.cache_dir.clone(), Some(self.cache_max_mib)),
             record_max_bytes: Some(self.record_max_mib.saturating_mul(1 << 20)),
         }
