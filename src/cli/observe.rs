@@ -66,6 +66,10 @@ pub struct ObserveArgs {
     /// `bzhead replay` reads (the observer then stays on TCP: see docs/recordings.md).
     #[arg(long, value_name = "FILE")]
     pub rec: Option<PathBuf>,
+    /// Also print a report of the match (one JSON document, docs/schemas/summary.schema.json) at each game over
+    /// and at the end.
+    #[arg(long)]
+    pub summary: bool,
     /// Most MiB the recording may take; past it recording stops with a message and the session goes on.
     #[arg(long, value_name = "MIB", default_value_t = bzhead::record::DEFAULT_MAX_RECORD_BYTES >> 20)]
     pub record_max_mib: u64,
@@ -304,6 +308,8 @@ struct Observers<'a> {
     /// The first observer's exit code, and the others' (the first that failed).
     exit_code: u8,
     other_code: u8,
+    /// With --summary: the first observer's match report so far.
+    summary: Option<bzhead::record::summary::Summarizer>,
 }
 
 impl<'a> Observers<'a> {
@@ -349,6 +355,7 @@ impl<'a> Observers<'a> {
             target: count as usize,
             exit_code: exit::PROTOCOL,
             other_code: exit::OK,
+            summary: a.summary.then(bzhead::record::summary::Summarizer::new),
         })
     }
 
@@ -482,6 +489,9 @@ impl<'a> Observers<'a> {
             let line = self.a.event_line(at.saturating_duration_since(self.start), ev);
             let _ = writeln!(self.out, "{line}");
         }
+        if let Some(m) = self.summary.as_mut().and_then(|s| s.event(at.saturating_duration_since(self.start), ev)) {
+            let _ = writeln!(self.out, "{}", bzhead::record::summary::json(&m));
+        }
         self.printed = true;
     }
 
@@ -602,7 +612,11 @@ impl<'a> Observers<'a> {
     }
 
     /// After the loop: why the first observer ended, a recording cut short, and the exit code.
-    fn finish(self) -> u8 {
+    fn finish(mut self) -> u8 {
+        if let Some(m) = self.summary.as_mut().and_then(|s| s.finish()) {
+            let _ = writeln!(self.out, "{}", bzhead::record::summary::json(&m));
+            let _ = self.out.flush();
+        }
         if self.left_while_away {
             return self.other_code;
         }

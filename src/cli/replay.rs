@@ -23,6 +23,11 @@ pub struct ReplayArgs {
     /// Do not print these event types.
     #[arg(long, value_name = "TYPES")]
     hide: Vec<String>,
+    /// Print a report of each match instead of the events: one JSON document per match (kills, deaths, team
+    /// kills, suicides, captures, flag grabs and hold times, shots, hits, time on team, team scores over time;
+    /// docs/schemas/summary.schema.json).
+    #[arg(long)]
+    summary: bool,
 }
 
 /// Runs the command; returns the exit code.
@@ -38,8 +43,13 @@ pub fn run(a: ReplayArgs) -> u8 {
         .unwrap_or(false);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());
+    let mut summary = bzhead::record::summary::Summarizer::new();
     let mut print = |t, ev: bzhead::bzflag::event::Event| {
-        if filter.allows(&ev) {
+        if a.summary {
+            if let Some(m) = summary.event(t, &ev) {
+                let _ = writeln!(out, "{}", bzhead::record::summary::json(&m));
+            }
+        } else if filter.allows(&ev) {
             let line = if a.json { json_line(t, &ev) } else { text_line(&ev) };
             let _ = writeln!(out, "{line}");
         }
@@ -66,6 +76,11 @@ pub fn run(a: ReplayArgs) -> u8 {
         };
         bzhead::record::replay_stream(&meta, records, &mut print)
     };
+    if a.summary {
+        if let Some(m) = summary.finish() {
+            let _ = writeln!(out, "{}", bzhead::record::summary::json(&m));
+        }
+    }
     let _ = out.flush();
     match r {
         Ok(()) => exit::OK,

@@ -33,6 +33,7 @@ use crate::bzflag::session::{ConnectError, Session, SessionConfig};
 
 pub mod rec;
 pub mod rec_writer;
+pub mod summary;
 
 pub use rec::{is_rec, replay_rec, RecHeader, RecPacket, RecReader};
 pub use rec_writer::RecWriter;

@@ -7,6 +7,8 @@ use std::process::{Child, Stdio};
 use std::thread;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::support::{bzhead, run_bzhead, Bzadmin, Bzfs, OutputBuf, TempDir};
 
 /// A child process killed (SIGKILL) on drop.
@@ -47,37 +49,115 @@ fn match_lines(file: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The first match report in `text` (JSON lines).
+fn summary_of(text: &str) -> Value {
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"match_summary\""))
+        .unwrap_or_else(|| panic!("no report in {text}"));
+    serde_json::from_str(line).expect("a JSON report")
+}
+
+/// Two reports of the same match: equal counts, team scores in the same order, times within a second (the live
+/// observer's clock starts at its connect, the recording's at its first state block).
+fn same_report(live: &Value, recorded: &Value) {
+    let players = |v: &Value| v["players"].as_array().cloned().unwrap_or_default();
+    let (a, b) = (players(live), players(recorded));
+    assert_eq!(a.len(), b.len(), "live {live:#}\nrecorded {recorded:#}");
+    assert!(a.len() >= 4, "{live:#}");
+    for (p, q) in a.iter().zip(&b) {
+        for k in [
+            "id",
+            "callsign",
+            "team",
+            "kills",
+            "deaths",
+            "team_kills",
+            "suicides",
+            "captures",
+            "flag_grabs",
+            "shots",
+            "hits",
+        ] {
+            assert_eq!(p[k], q[k], "{k} of {}: live {p:#}\nrecorded {q:#}", p["callsign"]);
+        }
+        for k in ["flag_hold_s", "team_s"] {
+            let (x, y) = (p[k].as_object().cloned().unwrap_or_default(), q[k].as_object().cloned().unwrap_or_default());
+            assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>(), "{k}: {p:#} {q:#}");
+            for (team, secs) in &x {
+                let d = secs.as_f64().unwrap_or(0.0) - y[team].as_f64().unwrap_or(0.0);
+                assert!(d.abs() <= 1.0, "{k}.{team}: live {p:#}\nrecorded {q:#}");
+            }
+        }
+    }
+    let scores = |v: &Value| -> Vec<(Value, Value, Value)> {
+        v["team_scores"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| (s["team"].clone(), s["wins"].clone(), s["losses"].clone()))
+            .collect()
+    };
+    assert_eq!(scores(live), scores(recorded));
+    assert!(
+        a.iter().map(|p| p["kills"].as_u64().unwrap_or(0) + p["team_kills"].as_u64().unwrap_or(0)).sum::<u64>() >= 1,
+        "{live:#}"
+    );
+}
+
 #[test]
 fn bzfs_and_observe_rec_record_the_same_match_and_stock_bzfs_replays_ours() {
     let dir = TempDir::new("recordings");
     let recdir = dir.join("recs");
     std::fs::create_dir_all(&recdir).expect("recdir");
     let recdir_arg = format!("{}/", recdir.display());
-    let bzfs = Bzfs::builder().ctf().args(["-ms", "3", "-passwd", "adm", "-recdir", &recdir_arg]).start();
+    let bzfs = Bzfs::builder().ctf().ricochet().args(["-ms", "3", "-passwd", "adm", "-recdir", &recdir_arg]).start();
     let server = bzfs.addr().to_string();
     let ours = dir.join("ours.rec");
     let observer = Proc::start(&["observe", "--rec", ours.to_str().expect("path"), &server]);
     assert!(observer.1.wait_for("joined the game as player", Duration::from_secs(10)), "{}", observer.1.text());
+    // A second observer reports the match live and records it too: its report and its recording's agree.
+    let ours2 = dir.join("ours2.rec");
+    let reporter = Proc::start(&[
+        "observe",
+        "--callsign",
+        "reporter",
+        "--json",
+        "--summary",
+        "--rec",
+        ours2.to_str().expect("path"),
+        &server,
+    ]);
+    assert!(reporter.1.wait_for("\"type\":\"accept\"", Duration::from_secs(10)), "{}", reporter.1.text());
     let _bots = Proc::start(&["bot", "hunter", "--count", "4", "--team", "red,green", "--quiet", &server]);
     let mut admin = Bzadmin::join("admin", bzfs.addr());
     admin.send_line("/password adm");
     admin.send_line("/record start");
     assert!(admin.wait_for_output("Recording started", Duration::from_secs(10)), "{}", admin.output());
     admin.say("mark start");
-    // Play until three kills (hunters find each other within seconds), at most 40 s.
-    let kills = admin.output_buf().wait_for_count("destroyed by", 3, Duration::from_secs(40));
-    assert!(kills, "fewer than 3 kills in 40 s:\n{}", admin.output());
+    // Play until two kills (hunters find each other within seconds), at most 60 s.
+    let kills = admin.output_buf().wait_for_count("destroyed by", 2, Duration::from_secs(60));
+    assert!(kills, "fewer than 2 kills in 60 s:\n{}", admin.output());
     admin.say("mark end");
     thread::sleep(Duration::from_millis(500));
     admin.send_line("/record save theirs.rec");
     assert!(admin.wait_for_output("Record buffer saved", Duration::from_secs(10)), "{}", admin.output());
     // Our recorder is killed, not stopped: what it wrote must load as it is.
     drop(observer);
+    // A signal makes the observer leave cleanly and report.
+    let term = std::process::Command::new("kill").args(["-TERM", &reporter.0.id().to_string()]).status();
+    assert!(term.is_ok_and(|s| s.success()), "cannot signal the reporter");
+    assert!(reporter.1.wait_for("\"type\":\"match_summary\"", Duration::from_secs(30)), "{}", reporter.1.text());
+    let live = summary_of(&reporter.1.text());
+    let out = run_bzhead(["replay".as_ref(), "--summary".as_ref(), ours2.as_os_str()], Duration::from_secs(30));
+    assert!(out.success(), "{}", out.describe());
+    let recorded = summary_of(&out.stdout);
+    same_report(&live, &recorded);
     let theirs = recdir.join("theirs.rec");
 
     let a = match_lines(&theirs);
     let b = match_lines(&ours);
-    assert!(a.iter().filter(|l| l.contains(" destroyed by ")).count() >= 3, "{a:#?}");
+    assert!(a.iter().filter(|l| l.contains(" destroyed by ")).count() >= 2, "{a:#?}");
     assert_eq!(a, b, "bzfs's recording and ours tell the match differently");
 
     // Stock bzfs plays our file to a viewer.
