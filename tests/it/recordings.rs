@@ -61,6 +61,9 @@ fn summary_of(text: &str) -> Value {
 /// Two reports of the same match: equal counts, team scores in the same order, times within a second (the live
 /// observer's clock starts at its connect, the recording's at its first state block).
 fn same_report(live: &Value, recorded: &Value) {
+    let schema = crate::schemas::Schema::load("summary");
+    schema.check(live);
+    schema.check(recorded);
     let players = |v: &Value| v["players"].as_array().cloned().unwrap_or_default();
     let (a, b) = (players(live), players(recorded));
     assert_eq!(a.len(), b.len(), "live {live:#}\nrecorded {recorded:#}");

@@ -259,3 +259,14 @@ fn viewer_state_machine_is_bzfs_s() {
     }
     assert_eq!(sent, [false, false, true, false, true, false, false, false, true]);
 }
+
+/// `fuzz/seeds/rec-match-SYNTHETIC.rec` (the `rec_file` fuzz target's seed) is this sample; `BZHEAD_WRITE_SEEDS=1`
+/// writes it again.
+#[test]
+fn the_fuzz_seed_is_the_sample() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/rec-match-SYNTHETIC.rec");
+    if std::env::var_os("BZHEAD_WRITE_SEEDS").is_some() {
+        std::fs::write(&path, sample()).unwrap();
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), sample());
+}
