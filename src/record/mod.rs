@@ -450,16 +450,21 @@ impl<R: Read> Iterator for RecordReader<R> {
 
 /// Fills `buf`; false when the input ended before the first byte or in the middle (a cut file).
 fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
+    Ok(read_up_to(input, buf)? == buf.len())
+}
+
+/// Reads into `buf` until it is full or the input ends; how many bytes came.
+pub(crate) fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match input.read(&mut buf[got..]) {
-            Ok(0) => return Ok(false),
+            Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(got)
 }
 
 /// [`read_records`] on bytes in memory.

@@ -18,7 +18,7 @@
 //! viewer that already has the state).
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ use crate::bzflag::event::Event;
 use crate::bzflag::msg::{write_frame, Message, ServerMsg};
 use crate::bzflag::session::{md5_hex, Session, SessionConfig, MAX_WORLD_BYTES};
 
-use super::RecordError;
+use super::{read_up_to, RecordError};
 
 /// The first four bytes of a `.rec` file: "rrBZ".
 pub const REC_MAGIC: u32 = 0x7272_425A;
@@ -328,20 +328,6 @@ impl<R: Read> Iterator for RecReader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_packet().transpose()
     }
-}
-
-/// Reads into `buf` until it is full or the input ends; how many bytes came.
-fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match input.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// Where a viewer is in bzfs's playback state machine (`PlayerReplayState`).
