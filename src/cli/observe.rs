@@ -227,6 +227,10 @@ pub fn run(a: ObserveArgs) -> u8 {
         Ok(f) => f,
         Err(code) => return code,
     };
+    if a.rec.is_some() && a.no_world {
+        eprintln!("bzhead: --rec needs the world and the game settings in its header: drop --no-world");
+        return exit::USAGE;
+    }
     if let Some(web) = &a.web {
         return super::web::observe_web(&a, web, &filter, a.reconnect);
     }
