@@ -395,7 +395,8 @@ impl RecWriter {
         let mut seen: Vec<[u8; 2]> = Vec::new();
         for f in self.tracker.flags.values() {
             let a = f.abbv.0;
-            if a != [0, 0] && &a != b"PZ" && !seen.contains(&a) {
+            // Team flags are not listed, as bzfs lists only the types its flag options put in play.
+            if a != [0, 0] && &a != b"PZ" && team_of_flag(f.abbv).is_none() && !seen.contains(&a) {
                 seen.push(a);
                 flags.extend_from_slice(&a);
             }
