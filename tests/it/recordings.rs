@@ -204,3 +204,29 @@ fn bzfs_and_observe_rec_record_the_same_match_and_stock_bzfs_replays_ours() {
         "the viewer saw {seen:#?}, the match had {ours_kills:#?}"
     );
 }
+
+/// A real recording of bzfs 2.4.26 (`-c`, 14 bzhead bots on four teams, `/record start` then `/record save` 35 s
+/// later) replays without a warning, with its kills, grabs and every player; its report counts the same kills.
+#[test]
+fn a_real_bzfs_recording_replays_without_a_warning() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/recordings/bzfs-2.4.26-ctf-14-bots.rec");
+    let out = run_bzhead(
+        ["replay".as_ref(), "--json".as_ref(), "--show".as_ref(), "all".as_ref(), file.as_os_str()],
+        Duration::from_secs(30),
+    );
+    assert!(out.success(), "{}", out.describe());
+    let lines: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    let count = |t: &str| lines.iter().filter(|v| v["type"] == t).count();
+    assert_eq!(count("warning"), 0, "{}", out.stdout);
+    assert_eq!(count("kill"), 6);
+    assert_eq!(count("join"), 16);
+    assert_eq!(count("grab"), 2);
+    assert!(count("update") > 1000);
+    let out = run_bzhead(["replay".as_ref(), "--summary".as_ref(), file.as_os_str()], Duration::from_secs(30));
+    let report = summary_of(&out.stdout);
+    crate::schemas::Schema::load("summary").check(&report);
+    let players = report["players"].as_array().cloned().unwrap_or_default();
+    let deaths: u64 = players.iter().map(|p| p["deaths"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(players.len(), 14, "{report:#}");
+    assert_eq!(deaths, 6, "{report:#}");
+}
