@@ -1,6 +1,8 @@
 use super::*;
 use crate::bzflag::consts::{PlayerType, Team};
 use crate::bzflag::msg::{FlagInfo, GameSettings};
+use std::path::Path;
+use std::time::Instant;
 
 fn settings_frame() -> Vec<u8> {
     ServerMsg::GameSettings(GameSettings {
@@ -269,4 +271,127 @@ fn the_fuzz_seed_is_the_sample() {
         std::fs::write(&path, sample()).unwrap();
     }
     assert_eq!(std::fs::read(&path).unwrap(), sample());
+}
+
+/// A server's TCP stream to an observer, as the writer sees it: the hello, the handshake, the world in one chunk,
+/// the accept and the join burst at `t0`, then play from 0.6 s on: a spawn, a lag ping, the MOTD to the observer,
+/// chat to all, a kill, chat to a team, and a second kill 11 s later (after which a state block is due).
+fn observer_stream() -> Vec<(Duration, Vec<u8>)> {
+    let world = b"a small pretend world".to_vec();
+    let mut out = Vec::new();
+    let at = Duration::from_millis;
+    let mut hello = SERVER_VERSION.to_vec();
+    hello.push(7);
+    let mut join = hello;
+    for m in [
+        ServerMsg::NegotiateFlags { missing: Vec::new() },
+        ServerMsg::WantWHash { kind: b't', hash: md5_hex(&world) },
+        ServerMsg::GetWorld { bytes_left: 0, data: world.clone() },
+        ServerMsg::Accept { id: 7 },
+        ServerMsg::SetVar { vars: vec![("_gravity".into(), "-9.8".into())] },
+        ServerMsg::FlagUpdate { flags: vec![(0, red_flag())] },
+    ] {
+        join.extend_from_slice(&m.encode());
+    }
+    join.splice(9..9, settings_frame());
+    for (id, team, name) in [(0, Team::Red, "alice"), (1, Team::Green, "bob"), (7, Team::Observer, "rec")] {
+        let add = ServerMsg::AddPlayer {
+            id,
+            player_type: PlayerType::Tank,
+            team,
+            wins: 0,
+            losses: 0,
+            team_kills: 0,
+            callsign: name.into(),
+            motto: String::new(),
+        };
+        join.extend_from_slice(&add.encode());
+    }
+    out.push((at(0), join));
+    let kill = |victim, killer| ServerMsg::Killed {
+        victim,
+        killer,
+        reason: 1,
+        shot_id: 1,
+        flag: Default::default(),
+        phydrv: None,
+    };
+    let chat = |to, text: &str| ServerMsg::Message { from: 0, to, kind: 0, text: text.into() };
+    for (t, m) in [
+        (600, ServerMsg::Alive { id: 0, pos: [1.0, 2.0, 0.0], azimuth: 0.5 }),
+        (700, ServerMsg::LagPing { seq: 1 }),
+        (800, ServerMsg::Message { from: player::SERVER, to: 7, kind: 0, text: "welcome (MOTD)".into() }),
+        (900, chat(player::ALL_PLAYERS, "hi all")),
+        (1000, kill(1, 0)),
+        (1100, chat(250, "team only")),
+        (12_000, kill(0, 1)),
+    ] {
+        out.push((at(t), m.encode()));
+    }
+    out
+}
+
+fn write_observer_rec(path: &Path, max_bytes: u64) -> Vec<u8> {
+    let start = Instant::now();
+    let meta = super::super::Meta::new("127.0.0.1:5154", &SessionConfig::default());
+    let mut w = super::super::RecWriter::create(path, &meta, start).unwrap().with_max_bytes(max_bytes);
+    for (t, bytes) in observer_stream() {
+        // Split in two to check reassembly across reads.
+        let (a, b) = bytes.split_at(bytes.len() / 2);
+        w.record(super::super::Kind::TcpIn, start + t, a);
+        w.record(super::super::Kind::TcpIn, start + t, b);
+    }
+    w.finish(start + Duration::from_secs(13)).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn the_writer_keeps_what_a_viewer_needs_and_leaves_out_what_was_for_the_observer() {
+    let path = std::env::temp_dir().join(format!("bzhead-rec-writer-{}.rec", std::process::id()));
+    let bytes = write_observer_rec(&path, u64::MAX);
+    let _ = std::fs::remove_file(&path);
+    let (h, packets) = parse_rec(&bytes).unwrap();
+    assert_eq!(h.player, 7);
+    assert_eq!(h.world, b"a small pretend world");
+    assert_eq!(h.hash, format!("t{}", md5_hex(&h.world)));
+    assert_eq!(h.settings, settings_frame());
+    assert!(h.flags.is_empty(), "team flags are not listed: {:?}", h.flags);
+    assert!(h.file_time_us >= 11_000_000, "{}", h.file_time_us);
+    // Two state blocks: the first, and one 10 s later (before the second kill).
+    let markers: Vec<usize> =
+        packets.iter().enumerate().filter(|(_, p)| p.mode == Mode::Update).map(|(i, _)| i).collect();
+    assert_eq!(markers.len(), 2, "{packets:?}");
+    assert_eq!(packets[0].mode, Mode::Update);
+    let codes = |m: Mode| packets.iter().filter(|p| p.mode == m).map(|p| p.code).collect::<Vec<_>>();
+    assert!(!codes(Mode::Real).contains(&code::LAG_PING) && !codes(Mode::Real).contains(&code::ACCEPT));
+    assert_eq!(codes(Mode::Hidden), [code::MESSAGE], "team chat is hidden");
+    let events = replay_bytes(&bytes).unwrap();
+    let chats: Vec<String> = events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Chat { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chats, ["hi all"], "no MOTD, no team chat");
+    assert_eq!(events.iter().filter(|(_, e)| e.kind() == "kill").count(), 2);
+    assert_eq!(events.iter().filter(|(_, e)| e.kind() == "join").count(), 3, "{events:?}");
+    assert!(!events.iter().any(|(_, e)| e.kind() == "warning"), "{events:?}");
+    // The second kill, 11.4 s after the first state block (written at 0.6 s).
+    let last_kill = events.iter().rev().find(|(_, e)| e.kind() == "kill").map(|(t, _)| *t).unwrap();
+    assert_eq!(last_kill, Duration::from_millis(11_400));
+    // A cap: the header and the first state block are written, then it stops at a whole packet.
+    let path = std::env::temp_dir().join(format!("bzhead-rec-writer-cap-{}.rec", std::process::id()));
+    let capped = write_observer_rec(&path, (bytes.len() / 2) as u64);
+    let _ = std::fs::remove_file(&path);
+    let first_block_end = packets[markers[1]].pos as usize;
+    assert!(capped.len() < first_block_end, "{} of {}", capped.len(), bytes.len());
+    assert!(capped.len() > HEADER_LEN, "{} of {}", capped.len(), bytes.len());
+    // Whole packets, the first ones of the uncapped file (times aside: each run has its own clock).
+    let (_, kept) = parse_rec(&capped).unwrap();
+    assert!(!kept.is_empty());
+    let key = |p: &RecPacket| (p.mode, p.code, p.pos, p.data.clone());
+    assert_eq!(kept.iter().map(key).collect::<Vec<_>>(), packets[..kept.len()].iter().map(key).collect::<Vec<_>>());
+    let end = kept.last().map(|p| p.pos as usize + PACKET_HEAD + p.data.len());
+    assert_eq!(end, Some(capped.len()));
 }
