@@ -36,6 +36,19 @@ fn red_flag() -> FlagInfo {
     }
 }
 
+fn add(id: u8, team: Team, name: &str) -> ServerMsg {
+    ServerMsg::AddPlayer {
+        id,
+        player_type: PlayerType::Tank,
+        team,
+        wins: 0,
+        losses: 0,
+        team_kills: 0,
+        callsign: name.into(),
+        motto: String::new(),
+    }
+}
+
 fn header(world: &[u8]) -> RecHeader {
     RecHeader {
         version: REC_VERSION,
@@ -62,16 +75,6 @@ fn sample() -> Vec<u8> {
     let mut pos = out.len() as u64;
     let mut prev = 0;
     let mut t = 1_700_000_000_000_000i64;
-    let add = |id: u8, team: Team, name: &str| ServerMsg::AddPlayer {
-        id,
-        player_type: PlayerType::Tank,
-        team,
-        wins: 0,
-        losses: 0,
-        team_kills: 0,
-        callsign: name.into(),
-        motto: String::new(),
-    };
     let mut msgs: Vec<(Mode, Option<ServerMsg>)> = vec![
         (Mode::Update, None),
         (Mode::State, Some(ServerMsg::SetVar { vars: vec![("_gravity".into(), "-9.8".into())] })),
@@ -295,17 +298,7 @@ fn observer_stream() -> Vec<(Duration, Vec<u8>)> {
     }
     join.splice(9..9, settings_frame());
     for (id, team, name) in [(0, Team::Red, "alice"), (1, Team::Green, "bob"), (7, Team::Observer, "rec")] {
-        let add = ServerMsg::AddPlayer {
-            id,
-            player_type: PlayerType::Tank,
-            team,
-            wins: 0,
-            losses: 0,
-            team_kills: 0,
-            callsign: name.into(),
-            motto: String::new(),
-        };
-        join.extend_from_slice(&add.encode());
+        join.extend_from_slice(&add(id, team, name).encode());
     }
     out.push((at(0), join));
     let kill = |victim, killer| ServerMsg::Killed {
