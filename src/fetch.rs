@@ -64,7 +64,7 @@ pub fn world(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> 
         ..SessionConfig::default()
     };
     let id = reactor
-        .add_session(addr, config, SessionOptions { record: None, cache, record_max_bytes: None })
+        .add_session(addr, config, SessionOptions { record: None, rec: None, cache, record_max_bytes: None })
         .map_err(|e| FetchError { code: exit::CONNECT, message: format!("cannot connect to {addr}: {e}") })?;
     let deadline = Instant::now() + timeout + Duration::from_secs(1);
     let done = reactor.run_until_done(deadline).map_err(|e| protocol(format!("event loop failed: {e}")))?;

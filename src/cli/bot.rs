@@ -72,6 +72,10 @@ pub struct BotArgs {
     /// Record the observer link's traffic to FILE (play it back with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     record: Option<std::path::PathBuf>,
+    /// Write the observer link as a BZFlag `.rec` recording to FILE (`bzfs -replay` plays it, `bzhead replay`
+    /// reads it; see docs/recordings.md).
+    #[arg(long, value_name = "FILE")]
+    rec: Option<std::path::PathBuf>,
     /// At the end, also print how long the ticks took (percentiles over the last 100,000 ticks).
     #[arg(long)]
     stats: bool,
@@ -129,6 +133,7 @@ fn start(a: &BotArgs) -> Result<Bots, u8> {
         yield_slots: a.yield_slots,
         reconnect: !a.no_reconnect,
         record: a.record.clone(),
+        rec: a.rec.clone(),
         ..HostConfig::default()
     };
     let mut host = BotHost::new(config).map_err(|e| {

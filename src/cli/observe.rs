@@ -67,6 +67,14 @@ pub struct ObserveArgs {
     /// Record every payload both ways, with times, to FILE (replay it with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Also write what the observer sees as a BZFlag `.rec` recording to FILE, which `bzfs -replay` plays and
+    /// `bzhead replay` reads (the observer then stays on TCP: see docs/recordings.md).
+    #[arg(long, value_name = "FILE")]
+    pub rec: Option<PathBuf>,
+    /// Also print a report of the match (one JSON document, docs/schemas/summary.schema.json) at each game over
+    /// and at the end.
+    #[arg(long)]
+    pub summary: bool,
     /// Most MiB the recording may take; past it recording stops with a message and the session goes on.
     #[arg(long, value_name = "MIB", default_value_t = bzhead::record::DEFAULT_MAX_RECORD_BYTES >> 20)]
     pub record_max_mib: u64,
@@ -117,7 +125,8 @@ impl ObserveArgs {
             motto: self.motto.clone(),
             team: Team::Observer,
             player_type: PlayerType::Tank,
-            udp: !self.no_udp,
+            // A `.rec` recorder stays on TCP: bzfs sends relayed updates over UDP only to a client that opened it.
+            udp: !self.no_udp && self.rec.is_none(),
             full_join,
             hello_timeout: secs(self.hello_timeout),
             join_timeout: secs(self.join_timeout),
@@ -131,6 +140,7 @@ impl ObserveArgs {
     pub fn session_options(&self, record: bool) -> SessionOptions {
         SessionOptions {
             record: if record { self.record.clone() } else { None },
+            rec: if record { self.rec.clone() } else { None },
             cache: super::world_cache(self.no_cache, self.cache_dir.clone(), Some(self.cache_max_mib)),
             record_max_bytes: Some(self.record_max_mib.saturating_mul(1 << 20)),
         }
@@ -222,6 +232,10 @@ pub fn run(a: ObserveArgs) -> u8 {
         Ok(f) => f,
         Err(code) => return code,
     };
+    if a.rec.is_some() && a.no_world {
+        eprintln!("bzhead: --rec needs the world and the game settings in its header: drop --no-world");
+        return exit::USAGE;
+    }
     if a.servers.len() > 1 {
         eprintln!("bzhead: several servers need --web (one observer each, on one event loop)");
         return exit::USAGE;
@@ -300,6 +314,8 @@ struct Observers<'a> {
     /// The first observer's exit code, and the others' (the first that failed).
     exit_code: u8,
     other_code: u8,
+    /// With --summary: the first observer's match report so far.
+    summary: Option<bzhead::record::summary::Summarizer>,
 }
 
 impl<'a> Observers<'a> {
@@ -345,6 +361,7 @@ impl<'a> Observers<'a> {
             target: count as usize,
             exit_code: exit::PROTOCOL,
             other_code: exit::OK,
+            summary: a.summary.then(bzhead::record::summary::Summarizer::new),
         })
     }
 
@@ -478,6 +495,9 @@ impl<'a> Observers<'a> {
             let line = self.a.event_line(at.saturating_duration_since(self.start), ev);
             let _ = writeln!(self.out, "{line}");
         }
+        if let Some(m) = self.summary.as_mut().and_then(|s| s.event(at.saturating_duration_since(self.start), ev)) {
+            let _ = writeln!(self.out, "{}", bzhead::record::summary::json(&m));
+        }
         self.printed = true;
     }
 
@@ -598,7 +618,11 @@ impl<'a> Observers<'a> {
     }
 
     /// After the loop: why the first observer ended, a recording cut short, and the exit code.
-    fn finish(self) -> u8 {
+    fn finish(mut self) -> u8 {
+        if let Some(m) = self.summary.as_mut().and_then(|s| s.finish()) {
+            let _ = writeln!(self.out, "{}", bzhead::record::summary::json(&m));
+            let _ = self.out.flush();
+        }
         if self.left_while_away {
             return self.other_code;
         }

@@ -97,6 +97,8 @@ pub enum Source {
 pub struct SessionOptions {
     /// Write a recording of the session here.
     pub record: Option<PathBuf>,
+    /// Write a BZFlag `.rec` recording of the session here ([`crate::record::RecWriter`]).
+    pub rec: Option<PathBuf>,
     /// Use this world cache (None: no cache).
     pub cache: Option<WorldCache>,
     /// Cap on the recording's size in bytes (None: [`crate::record::DEFAULT_MAX_RECORD_BYTES`]); past it the
@@ -253,14 +255,13 @@ impl Reactor {
         options: SessionOptions,
     ) -> io::Result<SessionId> {
         let now = Instant::now();
-        let recorder = match &options.record {
-            Some(p) => Some(
-                Recorder::create(p, &Meta::new(&server.to_string(), &config), now)
-                    .map_err(|e| io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display())))?
-                    .with_max_bytes(options.record_max_bytes.unwrap_or(crate::record::DEFAULT_MAX_RECORD_BYTES)),
-            ),
-            None => None,
-        };
+        let recorder = Recorder::open(
+            options.record.as_deref(),
+            options.rec.as_deref(),
+            &Meta::new(&server.to_string(), &config),
+            now,
+            options.record_max_bytes.unwrap_or(crate::record::DEFAULT_MAX_RECORD_BYTES),
+        )?;
         let mut tcp = TcpStream::connect(server)?;
         let _ = tcp.set_nodelay(true);
         let entry = self.conns.vacant_entry();

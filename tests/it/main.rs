@@ -29,6 +29,7 @@ mod query_host;
 mod query_master;
 mod query_servers;
 mod reactor;
+mod recordings;
 mod schemas;
 mod web;
 mod world;
