@@ -176,9 +176,23 @@ pub fn describe_code(code: u16) -> String {
     }
 }
 
+/// Refuses a payload longer than one frame carries ([`MAX_PAYLOAD_LEN`]), whatever the message kind: a message
+/// parsed from such a body could not be written again unchanged ([`write_frame`] cuts it), and no peer may send one
+/// ([`FrameBuffer`] already refuses the length on the TCP stream; a datagram's frames are checked here).
+fn check_payload_len(body: &[u8]) -> Result<(), DecodeError> {
+    if body.len() > MAX_PAYLOAD_LEN {
+        return Err(DecodeError::new(
+            DecodeErrorKind::TooLong { field: "message body", max: MAX_PAYLOAD_LEN, got: body.len() },
+            MAX_PAYLOAD_LEN,
+        ));
+    }
+    Ok(())
+}
+
 /// Common interface of [`ServerMsg`] and [`ClientMsg`].
 pub trait Message: Sized {
-    /// Parses the payload of a frame with code `code`. Unknown codes give `Ok(Unknown)`.
+    /// Parses the payload of a frame with code `code`. Unknown codes give `Ok(Unknown)`. A payload over
+    /// [`MAX_PAYLOAD_LEN`] bytes is refused for every code (`TooLong`, field `"message body"`).
     fn parse(code: u16, body: &[u8]) -> Result<Self, DecodeError>;
     /// The message code.
     fn code(&self) -> u16;
