@@ -469,8 +469,8 @@ impl<'a> Observers<'a> {
 
     /// Prints an event of the first observer (if the filter lets it through) and takes its exit code.
     fn print(&mut self, at: Instant, ev: &Event) {
-        if let Event::Closed { exit_code: c, .. } = ev {
-            self.exit_code = u8::try_from(*c).unwrap_or(exit::PROTOCOL);
+        if let Event::Closed { reason } = ev {
+            self.exit_code = exit::of(reason);
         }
         if self.filter.allows(ev) {
             let line = self.a.event_line(at.saturating_duration_since(self.start), ev);
@@ -559,16 +559,16 @@ impl<'a> Observers<'a> {
             return false;
         }
         // Only the first observer's events are printed; the others report how they ended.
-        if let Event::Closed { exit_code: c, .. } = *ev {
-            if c != 0 {
-                let why = self.reactor.session(sid).and_then(|s| s.end().map(|e| e.to_string()));
+        if let Event::Closed { reason } = ev {
+            let code = exit::of(reason);
+            if code != exit::OK {
                 eprintln!(
                     "bzhead: observer {k} ({}): {}",
                     numbered_callsign(&self.a.callsign, k, count),
-                    for_terminal(&why.unwrap_or_else(|| format!("closed with exit code {c}")))
+                    for_terminal(&reason.to_string())
                 );
                 if self.other_code == exit::OK {
-                    self.other_code = u8::try_from(c).unwrap_or(exit::PROTOCOL);
+                    self.other_code = code;
                 }
             }
         }
@@ -601,7 +601,7 @@ impl<'a> Observers<'a> {
             return self.other_code;
         }
         if let Some(end) = self.reactor.session(self.id).and_then(|s| s.end()) {
-            if end.exit_code() != 0 {
+            if exit::of(end) != exit::OK {
                 eprintln!("bzhead: {}", for_terminal(&end.to_string()));
             }
         }

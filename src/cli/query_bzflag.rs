@@ -60,7 +60,7 @@ pub fn run(a: BzflagArgs) -> u8 {
     while let Some((_, at, ev)) = reactor.poll_event() {
         match ev {
             Event::QueryResult { game, teams, players } => result = Some((game, teams, players, at - started)),
-            Event::Closed { exit_code, .. } => code = u8::try_from(exit_code).unwrap_or(exit::PROTOCOL),
+            Event::Closed { reason } => code = exit::of(&reason),
             _ => {}
         }
     }

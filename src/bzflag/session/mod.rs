@@ -655,7 +655,7 @@ impl Session {
             SessionEnd::Kicked { reason } => self.events.push_back(Event::Kicked { reason: reason.clone() }),
             _ => {}
         }
-        self.events.push_back(Event::Closed { reason: end.to_string(), exit_code: end.exit_code() });
+        self.events.push_back(Event::Closed { reason: end.clone() });
         self.end = Some(end);
     }
 

@@ -86,8 +86,9 @@ impl Drive {
         self.tcp.last().expect("something was sent")
     }
 
+    /// The exit code the command line gives the end (the engine itself has none).
     fn end_code(&self) -> Option<i32> {
-        self.s.end().map(|e| e.exit_code())
+        self.s.end().map(|e| i32::from(crate::observer::exit::of(e)))
     }
 }
 
