@@ -76,7 +76,7 @@ pub fn run(a: BzflagArgs) -> u8 {
     if json {
         // The same writer as every protocol's results (`scan --json`).
         let mut line = Vec::new();
-        bzhead::bzflag::server_info::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
+        bzhead::query::bzflag::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
         line.push(b'\n');
         let _ = out.write_all(&line);
     } else {
