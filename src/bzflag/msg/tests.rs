@@ -459,7 +459,8 @@ fn a_full_frame_parses_and_one_byte_more_does_not() {
         b.resize(len, b'a');
         b
     };
-    let cases: [(u16, Box<dyn Fn(usize) -> Vec<u8>>); 3] = [
+    type BodyOfLen = Box<dyn Fn(usize) -> Vec<u8>>;
+    let cases: [(u16, BodyOfLen); 3] = [
         // Count, one variable of 2 + 255 + 255 bytes, and one of 2 + 255 + the rest.
         (code::SET_VAR, Box::new(move |n| set_var(n - (2 + 512 + 257)))),
         (code::MESSAGE, Box::new(text)),
