@@ -121,6 +121,22 @@ impl ObserveArgs {
         }
     }
 
+    /// Observer `k` (1-based) of `--count`: only the first one's events and netstats are printed, so the others
+    /// skip the relayed updates and shots unparsed (`lean`) and keep no network figures (as bzadmin keeps none);
+    /// the first keeps them only for `--netstats`. Call [`ObserveArgs::keep_net_stats`] once it is added.
+    fn observer_config(&self, k: u32, count: u32) -> SessionConfig {
+        SessionConfig {
+            lean: k > 1,
+            ..self.session_config(numbered_callsign(&self.callsign, k, count), !self.no_world)
+        }
+    }
+
+    /// See [`ObserveArgs::observer_config`].
+    fn keep_net_stats(&self, reactor: &mut Reactor, id: SessionId, k: u32) {
+        let on = k == 1 && secs(self.netstats) > Duration::ZERO;
+        reactor.with_session(id, |s, _| s.set_net_stats(on));
+    }
+
     /// The session options of an observer: the world cache, and the recording when `record` (the first
     /// observer's first connection).
     pub fn session_options(&self, record: bool) -> SessionOptions {
@@ -307,16 +323,11 @@ impl<'a> Observers<'a> {
         let count = a.count.max(1);
         let mut reactor = super::new_reactor()?;
         // The first observer records (if asked); the others only watch.
-        let id = reactor
-            .add_session(
-                addr,
-                a.session_config(numbered_callsign(&a.callsign, 1, count), !a.no_world),
-                a.session_options(true),
-            )
-            .map_err(|e| {
-                eprintln!("bzhead: cannot connect to {addr}: {e}");
-                exit::CONNECT
-            })?;
+        let id = reactor.add_session(addr, a.observer_config(1, count), a.session_options(true)).map_err(|e| {
+            eprintln!("bzhead: cannot connect to {addr}: {e}");
+            exit::CONNECT
+        })?;
+        a.keep_net_stats(&mut reactor, id, 1);
         let start = reactor.started(id).unwrap_or_else(Instant::now);
         let stagger = Duration::from_millis(a.stagger_ms);
         Ok(Observers {
@@ -420,10 +431,10 @@ impl<'a> Observers<'a> {
             }
             self.pending[k - 1] = None;
             self.reactor.remove_session(self.observers[k - 1]);
-            let config =
-                self.a.session_config(numbered_callsign(&self.a.callsign, k as u32, self.count), !self.a.no_world);
+            let config = self.a.observer_config(k as u32, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
                 Ok(o) => {
+                    self.a.keep_net_stats(&mut self.reactor, o, k as u32);
                     self.observers[k - 1] = o;
                     if k == 1 {
                         self.id = o;
@@ -446,9 +457,12 @@ impl<'a> Observers<'a> {
     fn connect_more(&mut self) {
         while !self.left && self.observers.len() < self.target && Instant::now() >= self.next_connect {
             let k = self.observers.len() as u32 + 1;
-            let config = self.a.session_config(numbered_callsign(&self.a.callsign, k, self.count), !self.a.no_world);
+            let config = self.a.observer_config(k, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
-                Ok(o) => self.observers.push(o),
+                Ok(o) => {
+                    self.a.keep_net_stats(&mut self.reactor, o, k);
+                    self.observers.push(o);
+                }
                 Err(e) => {
                     eprintln!("bzhead: observer {k} cannot connect to {}: {e}", self.addr);
                     self.other_code = exit::CONNECT;

@@ -482,3 +482,25 @@ fn a_full_frame_parses_and_one_byte_more_does_not() {
     }
     assert!(matches!(ClientMsg::parse(0x7a7a, &[1; MAX_PAYLOAD_LEN]), Ok(ClientMsg::Unknown { .. })));
 }
+
+#[test]
+fn a_drained_frame_buffer_gives_back_a_large_read() {
+    // One 64 KiB read of whole messages (the burst after a join), then the small reads of a game.
+    let chat = ServerMsg::Message { from: 253, to: 254, kind: 0, text: "x".repeat(100) }.encode();
+    let burst: Vec<u8> = chat.iter().copied().cycle().take(chat.len() * (64 * 1024 / chat.len())).collect();
+    let mut fb = FrameBuffer::new();
+    fb.push(&burst);
+    assert!(fb.buf.capacity() >= burst.len());
+    let mut n = 0;
+    while let Some((code, _)) = fb.next_frame().unwrap() {
+        assert_eq!(code, code::MESSAGE);
+        n += 1;
+    }
+    assert_eq!(n, burst.len() / chat.len());
+    assert!(fb.buf.capacity() <= FRAME_BUFFER_KEPT, "{}", fb.buf.capacity());
+    // A partial message is kept across the shrink.
+    fb.push(&chat[..10]);
+    assert_eq!(fb.next_frame(), Ok(None));
+    fb.push(&chat[10..]);
+    assert!(matches!(fb.next_frame(), Ok(Some((code::MESSAGE, _)))));
+}

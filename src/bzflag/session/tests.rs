@@ -634,6 +634,58 @@ fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
     }
 }
 
+#[test]
+fn observers_keep_no_network_figures_and_a_drained_queue_gives_back_the_join_burst() {
+    for net_stats in [true, false] {
+        let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+        d.s.set_net_stats(net_stats);
+        d.hello(0);
+        d.send(ServerMsg::Accept { id: 0 });
+        // A crowd of observers, and one tank: one read, a burst of events.
+        let mut burst = Vec::new();
+        for id in 1..=120u8 {
+            let team = if id == 120 { Team::Red } else { Team::Observer };
+            let m = ServerMsg::AddPlayer {
+                id,
+                player_type: PlayerType::Tank,
+                team,
+                wins: 0,
+                losses: 0,
+                team_kills: 0,
+                callsign: format!("p{id}"),
+                motto: "".into(),
+            };
+            burst.extend(m.encode());
+        }
+        d.s.handle_tcp(d.now, &burst);
+        assert!(d.s.events.capacity() >= 120);
+        d.drain();
+        assert_eq!(d.events.iter().filter(|e| matches!(e, Event::Join { .. })).count(), 120);
+        assert!(d.s.events.capacity() <= EVENTS_KEPT, "{}", d.s.events.capacity());
+        // Figures for the tank only, and none at all when they are off.
+        assert_eq!(d.s.net_stats().ids(), if net_stats { vec![120] } else { vec![] });
+        let u = crate::bzflag::msg::PlayerUpdate {
+            small: false,
+            timestamp: 1.0,
+            id: 120,
+            order: 1,
+            status: PlayerStatus::ALIVE,
+            pos: [3.0, 0.0, 0.0],
+            vel: [0.0; 3],
+            azimuth: 0.0,
+            ang_vel: 0.0,
+            jump_jets: 0.0,
+            phydrv: -1,
+            user_inputs: (0.0, 0.0),
+            sounds: 0,
+        };
+        d.send(ServerMsg::PlayerUpdate(u));
+        assert!(d.events.iter().any(|e| matches!(e, Event::Update(_))), "the update is still reported");
+        let updates = d.s.net_stats().player(120, d.now).map(|p| p.updates);
+        assert_eq!(updates, net_stats.then_some(1), "net_stats {net_stats}");
+    }
+}
+
 /// A bzadmin-style session that is in the game, with an idle limit of `limit`.
 fn joined_with_idle_limit(limit: Option<Duration>) -> Drive {
     let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
