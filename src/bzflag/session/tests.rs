@@ -579,6 +579,25 @@ fn world_only_sessions_close_once_the_world_is_verified() {
     assert_eq!(d.end_code(), Some(0));
 }
 
+/// Player `id`'s first update: alive, standing at (3, 0, 0).
+fn alive_update(id: u8) -> crate::bzflag::msg::PlayerUpdate {
+    crate::bzflag::msg::PlayerUpdate {
+        small: false,
+        timestamp: 1.0,
+        id,
+        order: 1,
+        status: PlayerStatus::ALIVE,
+        pos: [3.0, 0.0, 0.0],
+        vel: [0.0; 3],
+        azimuth: 0.0,
+        ang_vel: 0.0,
+        jump_jets: 0.0,
+        phydrv: -1,
+        user_inputs: (0.0, 0.0),
+        sounds: 0,
+    }
+}
+
 #[test]
 fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
     for lean in [false, true] {
@@ -595,22 +614,7 @@ fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
             callsign: "alice".into(),
             motto: "".into(),
         });
-        let u = crate::bzflag::msg::PlayerUpdate {
-            small: false,
-            timestamp: 1.0,
-            id: 1,
-            order: 1,
-            status: PlayerStatus::ALIVE,
-            pos: [3.0, 0.0, 0.0],
-            vel: [0.0; 3],
-            azimuth: 0.0,
-            ang_vel: 0.0,
-            jump_jets: 0.0,
-            phydrv: -1,
-            user_inputs: (0.0, 0.0),
-            sounds: 0,
-        };
-        d.send(ServerMsg::PlayerUpdate(u));
+        d.send(ServerMsg::PlayerUpdate(alive_update(1)));
         let shot = crate::bzflag::msg::FiringInfo {
             time_sent: 0.0,
             shooter: 1,
@@ -664,22 +668,7 @@ fn observers_keep_no_network_figures_and_a_drained_queue_gives_back_the_join_bur
         assert!(d.s.events.capacity() <= EVENTS_KEPT, "{}", d.s.events.capacity());
         // Figures for the tank only, and none at all when they are off.
         assert_eq!(d.s.net_stats().ids(), if net_stats { vec![120] } else { vec![] });
-        let u = crate::bzflag::msg::PlayerUpdate {
-            small: false,
-            timestamp: 1.0,
-            id: 120,
-            order: 1,
-            status: PlayerStatus::ALIVE,
-            pos: [3.0, 0.0, 0.0],
-            vel: [0.0; 3],
-            azimuth: 0.0,
-            ang_vel: 0.0,
-            jump_jets: 0.0,
-            phydrv: -1,
-            user_inputs: (0.0, 0.0),
-            sounds: 0,
-        };
-        d.send(ServerMsg::PlayerUpdate(u));
+        d.send(ServerMsg::PlayerUpdate(alive_update(120)));
         assert!(d.events.iter().any(|e| matches!(e, Event::Update(_))), "the update is still reported");
         let updates = d.s.net_stats().player(120, d.now).map(|p| p.updates);
         assert_eq!(updates, net_stats.then_some(1), "net_stats {net_stats}");
