@@ -225,8 +225,10 @@ pub fn run(a: BotArgs) -> u8 {
                     match event {
                         Event::Accept { .. } => eye_joined = true,
                         // Nothing to play on: the server cannot be reached at all.
-                        Event::Closed { exit_code: 3, reason } if !eye_joined && leaving_since.is_none() => {
-                            eprintln!("bzhead: {}", bzhead::text::for_terminal(reason));
+                        Event::Closed { reason: reason @ SessionEnd::ConnectFailed(_) }
+                            if !eye_joined && leaving_since.is_none() =>
+                        {
+                            eprintln!("bzhead: {}", bzhead::text::for_terminal(&reason.to_string()));
                             code = CONNECT;
                             host.leave_all();
                             leaving_since = Some(Instant::now());

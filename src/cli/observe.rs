@@ -135,6 +135,22 @@ impl ObserveArgs {
         }
     }
 
+    /// Observer `k` (1-based) of `--count`: only the first one's events and netstats are printed, so the others
+    /// skip the relayed updates and shots unparsed (`lean`) and keep no network figures (as bzadmin keeps none);
+    /// the first keeps them only for `--netstats`. Call [`ObserveArgs::keep_net_stats`] once it is added.
+    fn observer_config(&self, k: u32, count: u32) -> SessionConfig {
+        SessionConfig {
+            lean: k > 1,
+            ..self.session_config(numbered_callsign(&self.callsign, k, count), !self.no_world)
+        }
+    }
+
+    /// See [`ObserveArgs::observer_config`].
+    fn keep_net_stats(&self, reactor: &mut Reactor, id: SessionId, k: u32) {
+        let on = k == 1 && secs(self.netstats) > Duration::ZERO;
+        reactor.with_session(id, |s, _| s.set_net_stats(on));
+    }
+
     /// The session options of an observer: the world cache, and the recording when `record` (the first
     /// observer's first connection).
     pub fn session_options(&self, record: bool) -> SessionOptions {
@@ -325,16 +341,11 @@ impl<'a> Observers<'a> {
         let count = a.count.max(1);
         let mut reactor = super::new_reactor()?;
         // The first observer records (if asked); the others only watch.
-        let id = reactor
-            .add_session(
-                addr,
-                a.session_config(numbered_callsign(&a.callsign, 1, count), !a.no_world),
-                a.session_options(true),
-            )
-            .map_err(|e| {
-                eprintln!("bzhead: cannot connect to {addr}: {e}");
-                exit::CONNECT
-            })?;
+        let id = reactor.add_session(addr, a.observer_config(1, count), a.session_options(true)).map_err(|e| {
+            eprintln!("bzhead: cannot connect to {addr}: {e}");
+            exit::CONNECT
+        })?;
+        a.keep_net_stats(&mut reactor, id, 1);
         let start = reactor.started(id).unwrap_or_else(Instant::now);
         let stagger = Duration::from_millis(a.stagger_ms);
         Ok(Observers {
@@ -439,10 +450,10 @@ impl<'a> Observers<'a> {
             }
             self.pending[k - 1] = None;
             self.reactor.remove_session(self.observers[k - 1]);
-            let config =
-                self.a.session_config(numbered_callsign(&self.a.callsign, k as u32, self.count), !self.a.no_world);
+            let config = self.a.observer_config(k as u32, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
                 Ok(o) => {
+                    self.a.keep_net_stats(&mut self.reactor, o, k as u32);
                     self.observers[k - 1] = o;
                     if k == 1 {
                         self.id = o;
@@ -465,9 +476,12 @@ impl<'a> Observers<'a> {
     fn connect_more(&mut self) {
         while !self.left && self.observers.len() < self.target && Instant::now() >= self.next_connect {
             let k = self.observers.len() as u32 + 1;
-            let config = self.a.session_config(numbered_callsign(&self.a.callsign, k, self.count), !self.a.no_world);
+            let config = self.a.observer_config(k, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
-                Ok(o) => self.observers.push(o),
+                Ok(o) => {
+                    self.a.keep_net_stats(&mut self.reactor, o, k);
+                    self.observers.push(o);
+                }
                 Err(e) => {
                     eprintln!("bzhead: observer {k} cannot connect to {}: {e}", self.addr);
                     self.other_code = exit::CONNECT;
@@ -488,8 +502,8 @@ impl<'a> Observers<'a> {
 
     /// Prints an event of the first observer (if the filter lets it through) and takes its exit code.
     fn print(&mut self, at: Instant, ev: &Event) {
-        if let Event::Closed { exit_code: c, .. } = ev {
-            self.exit_code = u8::try_from(*c).unwrap_or(exit::PROTOCOL);
+        if let Event::Closed { reason } = ev {
+            self.exit_code = exit::of(reason);
         }
         if self.filter.allows(ev) {
             let line = self.a.event_line(at.saturating_duration_since(self.start), ev);
@@ -581,16 +595,16 @@ impl<'a> Observers<'a> {
             return false;
         }
         // Only the first observer's events are printed; the others report how they ended.
-        if let Event::Closed { exit_code: c, .. } = *ev {
-            if c != 0 {
-                let why = self.reactor.session(sid).and_then(|s| s.end().map(|e| e.to_string()));
+        if let Event::Closed { reason } = ev {
+            let code = exit::of(reason);
+            if code != exit::OK {
                 eprintln!(
                     "bzhead: observer {k} ({}): {}",
                     numbered_callsign(&self.a.callsign, k, count),
-                    for_terminal(&why.unwrap_or_else(|| format!("closed with exit code {c}")))
+                    for_terminal(&reason.to_string())
                 );
                 if self.other_code == exit::OK {
-                    self.other_code = u8::try_from(c).unwrap_or(exit::PROTOCOL);
+                    self.other_code = code;
                 }
             }
         }
@@ -627,7 +641,7 @@ impl<'a> Observers<'a> {
             return self.other_code;
         }
         if let Some(end) = self.reactor.session(self.id).and_then(|s| s.end()) {
-            if end.exit_code() != 0 {
+            if exit::of(end) != exit::OK {
                 eprintln!("bzhead: {}", for_terminal(&end.to_string()));
             }
         }
