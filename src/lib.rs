@@ -37,11 +37,13 @@
 //!      events and database batches out), the history in SQLite ([`monitor::store`], the only SQL of the crate),
 //!      the change feed, the HTTP API's answers and metrics. The command drives its scans on the reactor.
 //!
-//! Where I/O happens: sockets and timers only in [`reactor`] (and in the monitor's master-list fetcher,
-//! [`monitor::masters`], which fetches over HTTPS with `ureq` on a thread of its own); files in [`cache`] (run on
-//! the reactor's worker), [`record`], [`monitor::store`] (SQLite, on its own writer thread) and [`query::loader`]
-//! (plugin libraries); the terminal and the process in `src/cli/`. Threads: the reactor's worker, and the monitor's
-//! writer and fetcher.
+//! Where I/O happens: sockets and timers only in [`reactor`]; blocking or peer-sized work on the reactor's one
+//! worker mechanism ([`reactor`]'s `worker`: jobs on named lanes, one thread each, results back through the poll's
+//! waker): world files and models ([`cache`], [`web`]), the monitor's SQLite writes ([`monitor::store`], lane
+//! `monitor-db`) and its HTTPS master-list fetches ([`monitor::masters`] with `ureq`, lane `monitor-fetch`). Files
+//! also in [`record`] (recordings, written by the reactor) and [`query::loader`] (plugin libraries); the terminal
+//! and the process in `src/cli/` (stdin and signals read on two small threads that wake the poll). No library
+//! module starts a thread of its own.
 //!
 //! The binary is a thin clap layer over these: `src/main.rs` parses and dispatches to one module per command in
 //! `src/cli/` (observe, replay, query, scan, world, monitor, bot); its exit codes ([`observer::exit`] for the game
