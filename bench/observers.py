@@ -4,6 +4,7 @@ same stretch of play: summed resident memory and CPU, and the ratios.
 
 Usage: bench/observers.py [--counts 1,10,100] [--seconds 60] [--rounds 1] [--load 4] [--stagger-ms 50]
                           [--bzhead $CARGO_TARGET_DIR/release/bzhead] [--bzadmin /usr/games/bzadmin]
+                          [--compare OTHER_BZHEAD]
 
 For each N: one /usr/games/bzfs on a free loopback port (CTF on the generated world, jumping, 6 super flags, room
 for N + 10 observers), with LOAD `bzhead bot hunter` bots playing on it (red against green) for the whole run, so
@@ -21,6 +22,10 @@ later; at the end of the window VmRSS and VmHWM (/proc/PID/status) and PSS (/pro
 the pages that N bzadmin processes have in common among them; RSS counts them N times) summed over the side's
 processes. The CPU of bzfs over the same window is reported too. Then the side leaves (SIGINT for bzhead, /quit
 for bzadmin) and the server gets 2 s to drop it before the other side joins.
+
+With --compare, a third side takes its turn too: the same `observe` command run by another bzhead binary (say, a
+build from before a change), so that before and after are measured in one run, against the same bzadmins and the
+same game; its figures and ratios come in a second table.
 
 Prints a Markdown table (medians over the rounds) and whether the issue's targets hold at the largest N (bzhead
 under a tenth of bzadmin's memory and a fifth of its CPU). Progress goes to stderr.
@@ -98,8 +103,8 @@ class Drain:
         threading.Thread(target=run, daemon=True).start()
 
 
-def run_bzhead(a, n, server, tag):
-    cmd = [a.bzhead, "observe", "--count", str(n), "--stagger-ms", str(a.stagger_ms), "--no-cache", "--json",
+def run_bzhead(a, n, server, tag, binary=None):
+    cmd = [binary or a.bzhead, "observe", "--count", str(n), "--stagger-ms", str(a.stagger_ms), "--no-cache", "--json",
            "--callsign", tag, server]
     t0 = time.time()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -154,8 +159,11 @@ def run_bzadmin(a, n, server, tag):
 
 
 def measure(a, side, n, server, bzfs_pid, tag):
-    start = run_bzhead if side == "bzhead" else run_bzadmin
-    pids, joined, leave = start(a, n, server, tag)
+    if side == "compare":
+        pids, joined, leave = run_bzhead(a, n, server, tag, a.compare)
+    else:
+        start = run_bzhead if side == "bzhead" else run_bzadmin
+        pids, joined, leave = start(a, n, server, tag)
     try:
         time.sleep(2)
         c0, s0, t0 = sum(cpu_ns(p) for p in pids), cpu_ns(bzfs_pid), time.time()
@@ -191,6 +199,7 @@ def main():
     ap.add_argument("--load", type=int, default=4, help="bzhead hunter bots playing on the server meanwhile")
     ap.add_argument("--stagger-ms", type=int, default=50, help="time between two observers' connects")
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON here")
+    ap.add_argument("--compare", metavar="BZHEAD", help="another bzhead binary measured as a third side, in turn")
     a = ap.parse_args()
     counts = [int(x) for x in a.counts.split(",") if x]
     results = {}
@@ -204,11 +213,13 @@ def main():
                                          "--quiet", "--stagger-ms", "100", server],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(2 + a.load * 0.1)
-            rs = {"bzhead": [], "bzadmin": []}
+            sides = ["bzhead", "bzadmin"] + (["compare"] if a.compare else [])
+            rs = {s: [] for s in sides}
             for r in range(a.rounds):
-                order = ["bzhead", "bzadmin"] if (r + counts.index(n)) % 2 == 0 else ["bzadmin", "bzhead"]
+                k = (r + counts.index(n)) % len(sides)
+                order = sides[k:] + sides[:k]
                 for side in order:
-                    tag = ("bh" if side == "bzhead" else "ba") + f"{r}x"
+                    tag = {"bzhead": "bh", "bzadmin": "ba", "compare": "bc"}[side] + f"{r}x"
                     log(f"observers: N={n} round {r + 1}/{a.rounds}: {side} ...")
                     m = measure(a, side, n, server, bzfs.pid, tag)
                     log(f"  {side}: {json.dumps(m)}")
@@ -224,7 +235,7 @@ def main():
             bzfs.terminate(); bzfs.wait()
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"seconds": a.seconds, "rounds": a.rounds, "load": a.load,
+            json.dump({"seconds": a.seconds, "rounds": a.rounds, "load": a.load, "compare": a.compare,
                        "results": {str(n): v for n, v in results.items()}}, f, indent=1)
 
     def med(n, side, key):
@@ -245,6 +256,19 @@ def main():
         cells.append(f"{med(n, 'bzhead', 'bzfs_cpu_s') * 1000:.0f} / {med(n, 'bzadmin', 'bzfs_cpu_s') * 1000:.0f}")
         cells.append(f"{med(n, 'bzhead', 'join_s'):.1f} / {med(n, 'bzadmin', 'join_s'):.1f}")
         print("| " + " | ".join(cells) + " |")
+    if a.compare:
+        print()
+        print(f"Compared: `{a.compare}` (the same command, measured in turn in the same run):")
+        print()
+        print("| observers | summed PSS, MiB: compared / bzadmin (ratio); this bzhead's ratio | CPU, ms: compared / "
+              "bzadmin (ratio); this bzhead's ratio |")
+        print("|---|---|---|")
+        for n in counts:
+            cells = [str(n)]
+            for key, scale in (("pss_kib", 1 / 1024), ("cpu_s", 1000)):
+                c, b, h = med(n, "compare", key), med(n, "bzadmin", key), med(n, "bzhead", key)
+                cells.append(f"{c * scale:.1f} / {b * scale:.1f} ({ratio(c, b):.3f}); {ratio(h, b):.3f}")
+            print("| " + " | ".join(cells) + " |")
     top = max(counts)
     rss = ratio(med(top, "bzhead", "rss_kib"), med(top, "bzadmin", "rss_kib"))
     pss = ratio(med(top, "bzhead", "pss_kib"), med(top, "bzadmin", "pss_kib"))

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::bzflag::event::Event;
-use crate::bzflag::session::{md5_hex, SessionConfig};
+use crate::bzflag::session::{md5_hex, SessionConfig, SessionEnd};
 use crate::cache::WorldCache;
 use crate::reactor::{Reactor, SessionOptions};
 
@@ -64,16 +64,16 @@ pub fn world(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> 
         ..SessionConfig::default()
     };
     let id = reactor
-        .add_session(addr, config, SessionOptions { record: None, cache, record_max_bytes: None })
+        .add_session(addr, config, SessionOptions { record: None, rec: None, cache, record_max_bytes: None })
         .map_err(|e| FetchError { code: exit::CONNECT, message: format!("cannot connect to {addr}: {e}") })?;
     let deadline = Instant::now() + timeout + Duration::from_secs(1);
     let done = reactor.run_until_done(deadline).map_err(|e| protocol(format!("event loop failed: {e}")))?;
     let mut cached = false;
-    let mut closed: Option<(String, i32)> = None;
+    let mut closed: Option<SessionEnd> = None;
     while let Some((_, _, ev)) = reactor.poll_event() {
         match ev {
             Event::World { cached: c, .. } => cached = c,
-            Event::Closed { reason, exit_code } => closed = Some((reason, exit_code)),
+            Event::Closed { reason } => closed = Some(reason),
             _ => {}
         }
     }
@@ -81,9 +81,9 @@ pub fn world(addr: SocketAddr, cache: Option<WorldCache>, timeout: Duration) -> 
         return Ok(Fetched { hash: md5_hex(blob), blob: blob.to_vec(), cached });
     }
     match closed {
-        Some((reason, code)) => {
-            let code = if code == i32::from(exit::CONNECT) { exit::CONNECT } else { exit::PROTOCOL };
-            Err(FetchError { code, message: reason })
+        Some(reason) => {
+            let code = if matches!(reason, SessionEnd::ConnectFailed(_)) { exit::CONNECT } else { exit::PROTOCOL };
+            Err(FetchError { code, message: reason.to_string() })
         }
         None if !done => Err(protocol(format!("no world from {addr} within {timeout:?}"))),
         None => Err(protocol(format!("{addr} closed the session without sending a world"))),

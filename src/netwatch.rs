@@ -206,7 +206,7 @@ pub fn reconnects(end: &SessionEnd) -> bool {
         SessionEnd::Left | SessionEnd::Rejected { .. } | SessionEnd::ServerFull | SessionEnd::Protocol(_) => false,
         // An end kind added later (a shutdown told apart from a kick) that the documented exit codes count as the
         // server's failure comes back too.
-        other => other.exit_code() == 6,
+        other => crate::observer::exit::of(other) == crate::observer::exit::PROTOCOL,
     }
 }
 

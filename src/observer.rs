@@ -1,4 +1,5 @@
-//! What the `observe` command prints: bzadmin-style text lines or JSON lines, filtered by event type.
+//! What the `observe` command prints: bzadmin-style text lines or JSON lines, filtered by event type, and the exit
+//! code a session's end gives ([`exit`]).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -6,6 +7,42 @@ use std::time::Duration;
 use crate::bzflag::consts::{flag_name, player, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::msg::Abbv;
+use crate::bzflag::session::SessionEnd;
+
+/// The process exit codes of the game commands (`observe`, `bot`, `replay`, `world`, `query bzflag`), documented in
+/// the README. The engine says why a session ended ([`SessionEnd`]); which code that is belongs to the command
+/// line, and lives here, in the library, because the command line, the `closed` JSON line ([`json_line`]) and the
+/// Python package's `Observer.exit_code` all give it.
+pub mod exit {
+    use crate::bzflag::session::SessionEnd;
+
+    /// Clean leave, done.
+    pub const OK: u8 = 0;
+    /// Usage error.
+    pub const USAGE: u8 = 2;
+    /// Cannot connect.
+    pub const CONNECT: u8 = 3;
+    /// Rejected by the server (or it is full).
+    pub const REJECTED: u8 = 4;
+    /// Kicked or superkilled.
+    pub const KICKED: u8 = 5;
+    /// Protocol error (including a server that closes, stops answering or shuts down).
+    pub const PROTOCOL: u8 = 6;
+
+    /// The exit code of a session that ended this way.
+    pub fn of(end: &SessionEnd) -> u8 {
+        match end {
+            SessionEnd::Left => OK,
+            SessionEnd::ConnectFailed(_) => CONNECT,
+            SessionEnd::Rejected { .. } | SessionEnd::ServerFull => REJECTED,
+            SessionEnd::Kicked { .. } => KICKED,
+            SessionEnd::Shutdown
+            | SessionEnd::ServerClosed { .. }
+            | SessionEnd::Timeout { .. }
+            | SessionEnd::Protocol(_) => PROTOCOL,
+        }
+    }
+}
 
 /// Event types hidden unless asked for with `--show` (they come many times a second).
 pub const HIDDEN_BY_DEFAULT: &[&str] = &["update", "shot_begin", "shot_end"];
@@ -57,9 +94,30 @@ pub fn format_t(t: Duration) -> String {
     format!("{}.{:03}", us / 1_000_000, (us % 1_000_000) / 1000)
 }
 
-/// One JSON line: `{"v":1,"t":<seconds>,"type":...,...}`.
+/// The `closed` line's body: the end in words and its exit code.
+#[derive(serde::Serialize)]
+struct ClosedLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(serialize_with = "ser_display")]
+    reason: &'a SessionEnd,
+    exit_code: u8,
+}
+
+fn ser_display<S: serde::Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// One JSON line: `{"v":1,"t":<seconds>,"type":...,...}` (a `closed` line also gives the exit code,
+/// [`exit::of`]).
 pub fn json_line(t: Duration, e: &Event) -> String {
-    let body = serde_json::to_string(e).unwrap_or_else(|err| format!("{{\"type\":\"error\",\"error\":\"{err}\"}}"));
+    let body = match e {
+        Event::Closed { reason } => {
+            serde_json::to_string(&ClosedLine { kind: e.kind(), reason, exit_code: exit::of(reason) })
+        }
+        e => serde_json::to_string(e),
+    };
+    let body = body.unwrap_or_else(|err| format!("{{\"type\":\"error\",\"error\":\"{err}\"}}"));
     let rest = body.strip_prefix('{').unwrap_or(&body);
     if rest == "}" {
         format!("{{\"v\":1,\"t\":{}}}", format_t(t))
@@ -225,7 +283,7 @@ pub fn text_line(e: &Event) -> String {
         Event::QueryResult { game, players, .. } => {
             format!("--- query: game type {}, {} player(s)", game.game_type, players.len())
         }
-        Event::Closed { reason, .. } => format!("--- {}", strip_control(reason)),
+        Event::Closed { reason } => format!("--- {}", strip_control(&reason.to_string())),
     }
 }
 

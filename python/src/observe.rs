@@ -188,7 +188,7 @@ impl PyObserver {
     #[getter]
     fn exit_code(&self) -> PyResult<Option<i32>> {
         let inner = &self.inner;
-        Ok(inner.reactor.session(inner.id).and_then(|s| s.end()).map(|e| e.exit_code()))
+        Ok(inner.reactor.session(inner.id).and_then(|s| s.end()).map(|e| i32::from(bzhead::observer::exit::of(e))))
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -78,6 +78,9 @@ pub struct HostConfig {
     /// Record each server's observer link to this file (`bzhead replay` plays it back; with several servers the
     /// server number is added to the name).
     pub record: Option<std::path::PathBuf>,
+    /// Write each server's observer link as a BZFlag `.rec` to this file (named as `record`); the link then
+    /// stays on TCP (see docs/recordings.md).
+    pub rec: Option<std::path::PathBuf>,
 }
 
 impl Default for HostConfig {
@@ -93,6 +96,7 @@ impl Default for HostConfig {
             cache: None,
             poll_interval: Duration::from_millis(4),
             record: None,
+            rec: None,
         }
     }
 }
@@ -662,7 +666,7 @@ impl BotHost {
             idle_timeout: Some(EYE_IDLE),
             ..SessionConfig::default()
         };
-        let record = self.config.record.as_ref().map(|p| {
+        let numbered = |p: &std::path::PathBuf| -> std::path::PathBuf {
             if si == 0 {
                 p.clone()
             } else {
@@ -670,8 +674,11 @@ impl BotHost {
                 name.push(format!(".{si}"));
                 name.into()
             }
-        });
-        let options = SessionOptions { record, cache: self.config.cache.clone(), record_max_bytes: None };
+        };
+        let record = self.config.record.as_ref().map(numbered);
+        let rec = self.config.rec.as_ref().map(numbered);
+        let config = SessionConfig { udp: rec.is_none(), ..config };
+        let options = SessionOptions { record, rec, cache: self.config.cache.clone(), record_max_bytes: None };
         match self.reactor.add_session(s.addr, config, options) {
             Ok(sid) => {
                 s.eye = Eye::Joining(sid);
@@ -709,6 +716,7 @@ impl BotHost {
         b.attempts += 1;
         let options = SessionOptions {
             record: None,
+            rec: None,
             cache: if with_eye { None } else { self.config.cache.clone() },
             record_max_bytes: None,
         };

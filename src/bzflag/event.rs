@@ -4,6 +4,7 @@ use serde::{Serialize, Serializer};
 
 use super::consts::{FlagStatus, PlayerStatus, PlayerType, RejectCode, Team};
 use super::msg::{Abbv, FiringInfo, FlagInfo, GameSettings, PlayerUpdate, QueryGameInfo, TeamInfo};
+use super::session::SessionEnd;
 
 /// A flag as reported in events.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -325,12 +326,12 @@ pub enum Event {
         /// Players.
         players: Vec<QueryPlayer>,
     },
-    /// The session ended.
+    /// The session ended, and why. Serialized as its words (`"reason"`); the observer's JSON line adds the exit code
+    /// the command line gives it ([`crate::observer::exit::of`]).
     Closed {
-        /// In words.
-        reason: String,
-        /// The process exit code this end maps to.
-        exit_code: i32,
+        /// Why.
+        #[serde(serialize_with = "ser_display")]
+        reason: SessionEnd,
     },
 }
 
@@ -414,6 +415,10 @@ impl Event {
         "query_result",
         "closed",
     ];
+}
+
+fn ser_display<S: Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 fn ser_update<S: Serializer>(u: &PlayerUpdate, s: S) -> Result<S::Ok, S::Error> {

@@ -81,6 +81,10 @@ pub struct BotArgs {
     /// Record the observer link's traffic to FILE (play it back with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     record: Option<std::path::PathBuf>,
+    /// Write the observer link as a BZFlag `.rec` recording to FILE (`bzfs -replay` plays it, `bzhead replay`
+    /// reads it; see docs/recordings.md).
+    #[arg(long, value_name = "FILE")]
+    rec: Option<std::path::PathBuf>,
     /// At the end, also print how long the ticks took (percentiles over the last 100,000 ticks).
     #[arg(long)]
     stats: bool,
@@ -138,6 +142,7 @@ fn start(a: &BotArgs) -> Result<Bots, u8> {
         yield_slots: a.yield_slots,
         reconnect: !a.no_reconnect,
         record: a.record.clone(),
+        rec: a.rec.clone(),
         ..HostConfig::default()
     };
     let reactor = Reactor::with_options(ReactorOptions { time_scale: a.time_scale }).map_err(|e| {
@@ -235,8 +240,10 @@ pub fn run(a: BotArgs) -> u8 {
                     match event {
                         Event::Accept { .. } => eye_joined = true,
                         // Nothing to play on: the server cannot be reached at all.
-                        Event::Closed { exit_code: 3, reason } if !eye_joined && leaving_since.is_none() => {
-                            eprintln!("bzhead: {}", bzhead::text::for_terminal(reason));
+                        Event::Closed { reason: reason @ SessionEnd::ConnectFailed(_) }
+                            if !eye_joined && leaving_since.is_none() =>
+                        {
+                            eprintln!("bzhead: {}", bzhead::text::for_terminal(&reason.to_string()));
                             code = CONNECT;
                             host.leave_all();
                             leaving_since = Some(host.now());

@@ -21,21 +21,9 @@ pub mod web;
 pub mod world;
 
 /// Exit codes of the game commands (documented in the README and `--help`; `query PROTOCOL` and `scan` have
-/// their own, [`query::QUERY_EXIT_CODES`]).
-pub mod exit {
-    /// Clean leave, done.
-    pub const OK: u8 = 0;
-    /// Usage error.
-    pub const USAGE: u8 = 2;
-    /// Cannot connect.
-    pub const CONNECT: u8 = 3;
-    /// Rejected by the server.
-    pub const REJECTED: u8 = 4;
-    /// Kicked or superkilled.
-    pub const KICKED: u8 = 5;
-    /// Protocol error (including a server that closes or stops answering).
-    pub const PROTOCOL: u8 = 6;
-}
+/// their own, [`query::QUERY_EXIT_CODES`]), with `exit::of`, the code of a session's end (`SessionEnd`). They are
+/// the library's [`bzhead::observer::exit`], which the `closed` JSON line and the Python package give too.
+pub use bzhead::observer::exit;
 
 /// The exit codes, for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 clean leave, 2 usage, 3 cannot connect, 4 rejected, \

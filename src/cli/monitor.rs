@@ -2,9 +2,11 @@
 //!
 //! Each round is a [`Scan`] of every source (single servers, list files, masters whose entries are queried with
 //! their game's protocol) put on the reactor with [`Reactor::add_scan`]; its results go to the sans-IO
-//! [`Monitor`], whose batch goes to the database's writer thread when the round ends. The next round starts one
-//! interval after the previous one started (never while one runs), with a little jitter. Masters are asked once per
-//! round, so at most once per interval.
+//! [`Monitor`], whose batch joins the write queue ([`WriteQueue`], bounded in bytes) when the round ends. The queue
+//! is written by jobs on the reactor's worker ([`DB_LANE`]); HTTP master lists are fetched by jobs on another lane
+//! ([`FETCH_LANE`]): the monitor runs no thread of its own. The next round starts one interval after the previous
+//! one started (never while one runs), with a little jitter. Masters are asked once per round, so at most once per
+//! interval; the round's pace follows its size once their lists are in.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -12,7 +14,6 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tracing::{error, info, warn};
@@ -23,16 +24,18 @@ use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::{sse_event, sse_head, Limits, Response};
 use bzhead::monitor::api::{self, Routed};
 use bzhead::monitor::config::{self, Config};
-use bzhead::monitor::masters::{Fetcher, Format};
+use bzhead::monitor::masters::{self, Fetched, Format};
 use bzhead::monitor::metrics::Own;
-use bzhead::monitor::store::{self, Retention, Writer, Written};
+use bzhead::monitor::store::{self, Batch, Database, Retention, WriteDone, WriteQueue, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
 use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
 use bzhead::query::front::{self, default_port, MasterSpec};
 use bzhead::query::loader::{plugin_dirs, PluginSet};
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{ScanConfig, Target, BZFLAG};
-use bzhead::reactor::{HttpConnId, HttpEvent, HttpListenerId, Reactor, ScanId, SessionId, SessionOptions};
+use bzhead::reactor::{
+    HttpConnId, HttpEvent, HttpListenerId, JobId, JobResult, Lane, Reactor, ScanId, SessionId, SessionOptions,
+};
 
 use super::query::PluginDirs;
 
@@ -79,6 +82,10 @@ pub struct MonitorArgs {
     /// Most ports taken per host from a master's list [default: 4].
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 65_535))]
     max_ports_per_host: Option<u32>,
+    /// Forget a server not seen (not listed, not queried) for this long, everywhere: the database, memory, the API
+    /// and the metrics [default: 604800, 7 days].
+    #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(FORGET_AFTER.0, FORGET_AFTER.1))]
+    forget_after: Option<f64>,
     /// Stop after this many rounds (for tests and benchmarks).
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u64, u64::MAX))]
     rounds: Option<u64>,
@@ -94,6 +101,23 @@ mod exit {
     pub const OK: u8 = 0;
     pub const USAGE: u8 = 2;
     pub const FAILED: u8 = 6;
+}
+
+/// The range of `--forget-after` (and `forget_after`), seconds.
+const FORGET_AFTER: (f64, f64) = config::FORGET_AFTER_RANGE;
+/// The worker lane the database is written on (a stalled disk holds up nothing else; waited for at exit).
+const DB_LANE: Lane = Lane::new("monitor-db", true);
+/// The worker lane HTTP lists are fetched on (a fetch is bounded by its own time limit; not waited for at exit).
+const FETCH_LANE: Lane = Lane::new("monitor-fetch", false);
+/// Longest wait at exit for the rounds still queued to be written.
+const FLUSH_AT_EXIT: Duration = Duration::from_secs(30);
+
+/// A round's send rate: its requests (about two datagrams a query, four per target for retries) spread over about
+/// half the interval, so that a big fleet is not asked in one burst; never slower than 50 a second nor faster than
+/// `--rate`.
+fn round_rate(targets: u64, interval: Duration, rate: u32) -> u32 {
+    let wanted = ((targets as f64) * 4.0 / interval.as_secs_f64().max(0.001)).ceil();
+    (wanted.min(f64::from(u32::MAX)) as u32).clamp(50, rate.max(50)).min(rate)
 }
 
 fn unix_now() -> i64 {
@@ -203,15 +227,22 @@ fn run_inner(a: MonitorArgs) -> Result<(), (u8, String)> {
     Running::start(&a, settings)?.run()
 }
 
+/// Where the history goes: the database file, its retention, the bound of the rounds waiting for it.
+#[derive(Clone)]
+struct DbPlace {
+    path: PathBuf,
+    retention: Retention,
+    max_queued_bytes: usize,
+}
+
 /// What the options and the configuration file ask for, checked.
 struct Settings {
-    db: PathBuf,
+    db: DbPlace,
     http: Option<String>,
     interval: Duration,
     set: PluginSet,
     started: Instant,
     sources: Sources,
-    retention: Retention,
     mcfg: MonitorConfig,
     rate: u32,
     policy: MasterPolicy,
@@ -259,10 +290,14 @@ impl Settings {
             hourly_days: cfg.hourly_days.unwrap_or(Retention::default().hourly_days),
             events_days: cfg.events_days.unwrap_or(Retention::default().events_days),
         };
+        let forget_after = a.forget_after.or(cfg.forget_after);
         let mcfg = MonitorConfig {
             down_after: a.down_after.or(cfg.down_after).unwrap_or(2).max(1),
+            forget_after: forget_after.map_or(MonitorConfig::default().forget_after, |f| f.ceil() as i64),
             ..MonitorConfig::default()
         };
+        let max_queued_bytes =
+            cfg.write_queue_bytes.map_or(store::DEFAULT_MAX_QUEUED_BYTES, |b| usize::try_from(b).unwrap_or(usize::MAX));
         let rate = a.rate.or(cfg.rate).unwrap_or(1000).max(1);
         let policy = MasterPolicy {
             allow_special_use: a.allow_private || cfg.allow_private.unwrap_or(false),
@@ -280,7 +315,8 @@ impl Settings {
                 Vec::new(),
             )
         };
-        Ok(Settings { db, http, interval, set, started, sources, retention, mcfg, rate, policy, scan_cfg })
+        let db = DbPlace { path: db, retention, max_queued_bytes };
+        Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg })
     }
 }
 
@@ -296,8 +332,18 @@ struct Running<'a> {
     http_masters: Vec<(Format, String)>,
     monitor: Monitor,
     reactor: Reactor,
-    writer: Writer,
-    fetcher: Option<Fetcher>,
+    /// The database, while no write job holds it.
+    db: Option<Box<Database>>,
+    /// Its file and retention (to start afresh after a write job that panicked).
+    db_place: DbPlace,
+    /// Rounds waiting to be written.
+    queue: WriteQueue,
+    /// The write job running.
+    write_job: Option<JobId>,
+    /// After a failed write: no new job before this (unless a new round comes).
+    write_retry_at: Option<Instant>,
+    /// List fetches running: the job and its round.
+    fetch_jobs: Vec<(JobId, u64)>,
     /// Lists of this round not fetched yet.
     fetches_left: usize,
     signals: Receiver<i32>,
@@ -313,40 +359,19 @@ struct Running<'a> {
 }
 
 impl<'a> Running<'a> {
-    /// Loads the database and starts the reactor, the writer, the fetcher and the HTTP listener.
+    /// Loads the database and starts the reactor and the HTTP listener.
     fn start(a: &'a MonitorArgs, s: Settings) -> Result<Running<'a>, (u8, String)> {
-        let Settings { db, http, interval, set, started, sources, retention, mcfg, rate, policy, scan_cfg } = s;
+        let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg } = s;
         let Sources { targets, joins, http_masters } = sources;
         // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
-        let loaded = store::open(&db)
-            .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points))
-            .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.display())))?;
+        let loaded = store::open(&db.path)
+            .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points).map_err(store::OpenError::from))
+            .map_err(|e| (exit::FAILED, format!("cannot open the database {}: {e}", db.path.display())))?;
         info!(servers = loaded.servers.len(), next_event = loaded.next_event_id, "monitor database loaded");
         let monitor = Monitor::restore(mcfg, loaded);
 
         let mut reactor = Reactor::new().map_err(|e| (exit::FAILED, format!("cannot start the event loop: {e}")))?;
         let waker = reactor.waker();
-        let notify_waker = waker.clone();
-        let writer = Writer::start(
-            db.clone(),
-            retention,
-            unix_now,
-            Arc::new(move || {
-                let _ = notify_waker.wake();
-            }),
-        )
-        .map_err(|e| (exit::FAILED, format!("cannot start the database writer: {e}")))?;
-        let fetcher = if http_masters.is_empty() {
-            None
-        } else {
-            let w = reactor.waker();
-            Some(
-                Fetcher::start(Arc::new(move || {
-                    let _ = w.wake();
-                }))
-                .map_err(|e| (exit::FAILED, format!("cannot start the list fetcher: {e}")))?,
-            )
-        };
         let signals = super::leave_on_signals(waker);
         let listener = match &http {
             Some(addr) => {
@@ -371,8 +396,12 @@ impl<'a> Running<'a> {
             http_masters,
             monitor,
             reactor,
-            writer,
-            fetcher,
+            db: Some(Box::new(Database::new(db.path.clone(), db.retention, unix_now))),
+            queue: WriteQueue::new(db.max_queued_bytes),
+            db_place: db,
+            write_job: None,
+            write_retry_at: None,
+            fetch_jobs: Vec::new(),
             fetches_left: 0,
             signals,
             listener,
@@ -400,9 +429,9 @@ impl<'a> Running<'a> {
             }
             self.take_results();
             self.take_join_events();
-            self.take_lists();
+            self.take_jobs();
             self.end_round();
-            self.take_written();
+            self.start_write(Instant::now());
             let join_view: Vec<(String, bool, Option<f64>)> =
                 self.joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
             if self.listener.is_some() {
@@ -412,14 +441,117 @@ impl<'a> Running<'a> {
                 break;
             }
         }
-        // Write what is left, then stop.
-        self.writer.close();
-        while let Some(w) = self.writer.try_recv() {
-            if let Written::Committed { round, .. } = w {
-                self.monitor.committed(round);
+        self.flush();
+        Ok(())
+    }
+
+    /// Writes what is left (one last try), waiting at most [`FLUSH_AT_EXIT`].
+    fn flush(&mut self) {
+        let deadline = Instant::now() + FLUSH_AT_EXIT;
+        let mut tried = false;
+        while Instant::now() < deadline {
+            if self.write_job.is_none() {
+                if tried || self.queue.is_empty() {
+                    return;
+                }
+                self.write_retry_at = None;
+                self.start_write(Instant::now());
+                tried = true;
+            }
+            if self.reactor.turn(Some(Duration::from_millis(100))).is_err() {
+                return;
+            }
+            self.take_jobs();
+        }
+        warn!(rounds = self.queue.len(), "the database did not take the last rounds in time");
+    }
+
+    /// Hands the queued rounds to a write job on the worker when none runs (after a failure, once [`store::RETRY`]
+    /// passed or a new round came).
+    fn start_write(&mut self, now: Instant) {
+        if self.write_job.is_some() || self.queue.is_empty() || self.write_retry_at.is_some_and(|t| now < t) {
+            return;
+        }
+        let Some(db) = self.db.take() else { return };
+        let batches = self.queue.take();
+        self.own.db_queued_bytes = 0;
+        self.write_job = Some(self.reactor.submit_on(DB_LANE, move || Box::new(db.write(batches)) as JobResult));
+    }
+
+    /// Queues a round's batch for the database.
+    fn queue_batch(&mut self, batch: Batch) {
+        let dropped = self.queue.push(batch);
+        self.dropped(dropped);
+        // A new round is worth a try at once.
+        self.write_retry_at = None;
+        self.own.db_queued_bytes = self.queue.bytes() as u64;
+    }
+
+    fn dropped(&mut self, rounds: Vec<u64>) {
+        for round in rounds {
+            self.own.db_dropped_rounds += 1;
+            self.monitor.committed(round);
+        }
+    }
+
+    /// The worker's finished jobs: database writes and list fetches.
+    fn take_jobs(&mut self) {
+        while let Some((id, result)) = self.reactor.poll_job() {
+            if self.write_job == Some(id) {
+                self.write_job = None;
+                match result.downcast::<WriteDone>() {
+                    Ok(done) => self.written(*done),
+                    // A write job that panicked lost its database and its rounds: the next job opens it again.
+                    Err(_) => {
+                        error!("monitor database: a write job failed; its rounds are lost");
+                        let DbPlace { path, retention, .. } = self.db_place.clone();
+                        self.db = Some(Box::new(Database::new(path, retention, unix_now)));
+                    }
+                }
+            } else if let Some(i) = self.fetch_jobs.iter().position(|(j, _)| *j == id) {
+                let (_, round) = self.fetch_jobs.swap_remove(i);
+                let outcome = result.downcast::<Fetched>().map_or_else(|_| Err("the fetch failed".to_owned()), |b| *b);
+                self.take_list(round, outcome);
             }
         }
-        Ok(())
+    }
+
+    /// A write job's outcome: its reports, its database back, what it could not write back in the queue.
+    fn written(&mut self, done: WriteDone) {
+        let WriteDone { db, unwritten, reports } = done;
+        self.db = Some(db);
+        let failed = !unwritten.is_empty();
+        let dropped = self.queue.put_back(unwritten);
+        self.dropped(dropped);
+        self.own.db_queued_bytes = self.queue.bytes() as u64;
+        if failed {
+            self.write_retry_at = Some(Instant::now() + store::RETRY);
+        }
+        for w in reports {
+            let own = &mut self.own;
+            match w {
+                Written::Committed { round, micros, .. } => {
+                    own.db_commits += 1;
+                    own.db_failing = false;
+                    own.db_last_commit_seconds = micros as f64 / 1e6;
+                    self.monitor.committed(round);
+                }
+                Written::Failed { .. } => {
+                    own.db_errors += 1;
+                    own.db_failing = true;
+                }
+                Written::Dropped { round } => {
+                    own.db_dropped_rounds += 1;
+                    self.monitor.committed(round);
+                }
+                Written::Unhealthy { .. } => {
+                    own.db_unhealthy += 1;
+                    own.db_damaged = true;
+                }
+                Written::Healthy => own.db_damaged = false,
+                Written::Pruned { .. } => {}
+            }
+        }
     }
 
     /// Starts a round when one is due: a scan of every target, and the lists to fetch.
@@ -428,22 +560,17 @@ impl<'a> Running<'a> {
             return;
         }
         let Some(p) = self.plugins.take() else { return };
-        // Spread the round's requests (about two datagrams a query) over about half the interval, so that a big fleet
-        // is not asked in one burst; never slower than 50 a second nor faster than --rate. Bursts of 100 ms' worth
-        // (ScanConfig::burst_for_rate).
-        let rate = self.rate;
-        let round_rate = (((self.targets.len() as f64) * 4.0 / self.interval.as_secs_f64()).ceil() as u32)
-            .clamp(50, rate.max(50))
-            .min(rate);
-        let cfg = self.scan_cfg.clone().at_rate(round_rate);
+        // The round's pace (round_rate) from its targets; retuned once masters expanded it (Running::repace).
+        let cfg = self.scan_cfg.clone().at_rate(round_rate(self.targets.len() as u64, self.interval, self.rate));
         self.monitor.begin_round(unix_now());
         self.round = Some((front::start(&mut self.reactor, p, cfg, &self.targets), now));
-        if let Some(f) = &self.fetcher {
-            for (format, url) in &self.http_masters {
-                f.request(self.monitor.round(), *format, url);
-            }
-            self.fetches_left = self.http_masters.len();
+        let round = self.monitor.round();
+        for (format, url) in &self.http_masters {
+            let (format, url) = (*format, url.clone());
+            let id = self.reactor.submit_on(FETCH_LANE, move || Box::new(masters::fetch(format, &url)) as JobResult);
+            self.fetch_jobs.push((id, round));
         }
+        self.fetches_left = self.http_masters.len();
         // The next round one interval after this one began, plus up to 5% of jitter.
         let jitter = self.interval.mul_f64((random_u64() % 1000) as f64 / 20_000.0);
         self.next_round = (self.next_round + self.interval).max(now) + jitter;
@@ -477,7 +604,25 @@ impl<'a> Running<'a> {
 
     /// The round's results, to the monitor.
     fn take_results(&mut self) {
-        front::drain(&mut self.reactor, |r| self.monitor.observe(r));
+        let mut expanded = false;
+        let monitor = &mut self.monitor;
+        front::drain(&mut self.reactor, |r| {
+            expanded |= r.outcome.as_ref().is_ok_and(|a| a.servers().is_some());
+            monitor.observe(r);
+        });
+        if expanded {
+            self.repace();
+        }
+    }
+
+    /// Paces the running round from the targets it holds now (a master's list expanded it).
+    fn repace(&mut self) {
+        let Some((id, _)) = self.round else { return };
+        let (interval, rate) = (self.interval, self.rate);
+        self.reactor.with_scan(id, |scan, now| {
+            let r = round_rate(scan.stats().targets, interval, rate);
+            scan.set_rate(now, r, ScanConfig::burst_for_rate(r));
+        });
     }
 
     /// The join checks' sessions: joined (with UDP) or not; ended sessions are taken off the reactor.
@@ -512,31 +657,29 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// Lists fetched for this round: their entries join its scan.
-    fn take_lists(&mut self) {
-        while let Some((r, outcome)) = self.fetcher.as_ref().and_then(Fetcher::try_recv) {
-            if r != self.monitor.round() || self.round.is_none() {
-                continue; // a late answer for an earlier round
+    /// A list fetched for `round`: its entries join the round's scan.
+    fn take_list(&mut self, round: u64, outcome: Fetched) {
+        if round != self.monitor.round() || self.round.is_none() {
+            return; // a late answer for an earlier round
+        }
+        self.fetches_left = self.fetches_left.saturating_sub(1);
+        match outcome {
+            Ok(entries) => {
+                // The same entry policy as a UDP master's list.
+                let (taken, dropped) = front::listed_targets(entries.iter().map(|e| (e.protocol, e.addr)), self.policy);
+                info!(taken = taken.len(), dropped, "master list fetched");
+                if let Some((id, _)) = self.round {
+                    self.reactor.with_scan(id, |scan, now| {
+                        for t in taken {
+                            let _ = scan.add_target(now, t);
+                        }
+                    });
+                    self.repace();
+                }
             }
-            self.fetches_left = self.fetches_left.saturating_sub(1);
-            match outcome {
-                Ok(entries) => {
-                    // The same entry policy as a UDP master's list.
-                    let (taken, dropped) =
-                        front::listed_targets(entries.iter().map(|e| (e.protocol, e.addr)), self.policy);
-                    info!(taken = taken.len(), dropped, "master list fetched");
-                    if let Some((id, _)) = self.round {
-                        self.reactor.with_scan(id, |scan, now| {
-                            for t in taken {
-                                let _ = scan.add_target(now, t);
-                            }
-                        });
-                    }
-                }
-                Err(e) => {
-                    self.own.failed += 1;
-                    warn!(error = %e, "master list not fetched");
-                }
+            Err(e) => {
+                self.own.failed += 1;
+                warn!(error = %e, "master list not fetched");
             }
         }
     }
@@ -550,7 +693,7 @@ impl<'a> Running<'a> {
         self.take_results();
         let batch = self.monitor.end_round();
         let events = batch.events.len();
-        self.writer.send(batch);
+        self.queue_batch(batch);
         let secs = began.elapsed().as_secs_f64();
         if let Some(scan) = self.reactor.remove_scan(id) {
             let st = scan.stats();
@@ -576,30 +719,6 @@ impl<'a> Running<'a> {
         self.own.last_round_seconds = secs;
         self.own.round_seconds_sum += secs;
         self.round = None;
-    }
-
-    /// The database writer's reports.
-    fn take_written(&mut self) {
-        while let Some(w) = self.writer.try_recv() {
-            let own = &mut self.own;
-            match w {
-                Written::Committed { round, micros, .. } => {
-                    own.db_commits += 1;
-                    own.db_failing = false;
-                    own.db_last_commit_seconds = micros as f64 / 1e6;
-                    self.monitor.committed(round);
-                }
-                Written::Failed { .. } => {
-                    own.db_errors += 1;
-                    own.db_failing = true;
-                }
-                Written::Dropped { round } => {
-                    own.db_dropped_rounds += 1;
-                    self.monitor.committed(round);
-                }
-                Written::Pruned { .. } => {}
-            }
-        }
     }
 }
 
@@ -639,7 +758,7 @@ fn serve_http(
             return true;
         }
         for e in monitor.events_after(*sent) {
-            if !reactor.http_push(*conn, &sse_event(Some(&e.kind), Some(e.id), &e.json)) {
+            if !reactor.http_push(*conn, &sse_event(Some(e.kind), Some(e.id), &monitor.event_json(e))) {
                 return false; // dropped: its reader stopped reading
             }
             *sent = e.id;

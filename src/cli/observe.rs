@@ -67,6 +67,14 @@ pub struct ObserveArgs {
     /// Record every payload both ways, with times, to FILE (replay it with `bzhead replay FILE`).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Also write what the observer sees as a BZFlag `.rec` recording to FILE, which `bzfs -replay` plays and
+    /// `bzhead replay` reads (the observer then stays on TCP: see docs/recordings.md).
+    #[arg(long, value_name = "FILE")]
+    pub rec: Option<PathBuf>,
+    /// Also print a report of the match (one JSON document, docs/schemas/summary.schema.json) at each game over
+    /// and at the end.
+    #[arg(long)]
+    pub summary: bool,
     /// Most MiB the recording may take; past it recording stops with a message and the session goes on.
     #[arg(long, value_name = "MIB", default_value_t = bzhead::record::DEFAULT_MAX_RECORD_BYTES >> 20)]
     pub record_max_mib: u64,
@@ -117,7 +125,8 @@ impl ObserveArgs {
             motto: self.motto.clone(),
             team: Team::Observer,
             player_type: PlayerType::Tank,
-            udp: !self.no_udp,
+            // A `.rec` recorder stays on TCP: bzfs sends relayed updates over UDP only to a client that opened it.
+            udp: !self.no_udp && self.rec.is_none(),
             full_join,
             hello_timeout: secs(self.hello_timeout),
             join_timeout: secs(self.join_timeout),
@@ -126,11 +135,28 @@ impl ObserveArgs {
         }
     }
 
+    /// Observer `k` (1-based) of `--count`: only the first one's events and netstats are printed, so the others
+    /// skip the relayed updates and shots unparsed (`lean`) and keep no network figures (as bzadmin keeps none);
+    /// the first keeps them only for `--netstats`. Call [`ObserveArgs::keep_net_stats`] once it is added.
+    fn observer_config(&self, k: u32, count: u32) -> SessionConfig {
+        SessionConfig {
+            lean: k > 1,
+            ..self.session_config(numbered_callsign(&self.callsign, k, count), !self.no_world)
+        }
+    }
+
+    /// See [`ObserveArgs::observer_config`].
+    fn keep_net_stats(&self, reactor: &mut Reactor, id: SessionId, k: u32) {
+        let on = k == 1 && secs(self.netstats) > Duration::ZERO;
+        reactor.with_session(id, |s, _| s.set_net_stats(on));
+    }
+
     /// The session options of an observer: the world cache, and the recording when `record` (the first
     /// observer's first connection).
     pub fn session_options(&self, record: bool) -> SessionOptions {
         SessionOptions {
             record: if record { self.record.clone() } else { None },
+            rec: if record { self.rec.clone() } else { None },
             cache: super::world_cache(self.no_cache, self.cache_dir.clone(), Some(self.cache_max_mib)),
             record_max_bytes: Some(self.record_max_mib.saturating_mul(1 << 20)),
         }
@@ -222,6 +248,10 @@ pub fn run(a: ObserveArgs) -> u8 {
         Ok(f) => f,
         Err(code) => return code,
     };
+    if a.rec.is_some() && a.no_world {
+        eprintln!("bzhead: --rec needs the world and the game settings in its header: drop --no-world");
+        return exit::USAGE;
+    }
     if a.servers.len() > 1 {
         eprintln!("bzhead: several servers need --web (one observer each, on one event loop)");
         return exit::USAGE;
@@ -300,6 +330,8 @@ struct Observers<'a> {
     /// The first observer's exit code, and the others' (the first that failed).
     exit_code: u8,
     other_code: u8,
+    /// With --summary: the first observer's match report so far.
+    summary: Option<bzhead::record::summary::Summarizer>,
 }
 
 impl<'a> Observers<'a> {
@@ -309,16 +341,11 @@ impl<'a> Observers<'a> {
         let count = a.count.max(1);
         let mut reactor = super::new_reactor()?;
         // The first observer records (if asked); the others only watch.
-        let id = reactor
-            .add_session(
-                addr,
-                a.session_config(numbered_callsign(&a.callsign, 1, count), !a.no_world),
-                a.session_options(true),
-            )
-            .map_err(|e| {
-                eprintln!("bzhead: cannot connect to {addr}: {e}");
-                exit::CONNECT
-            })?;
+        let id = reactor.add_session(addr, a.observer_config(1, count), a.session_options(true)).map_err(|e| {
+            eprintln!("bzhead: cannot connect to {addr}: {e}");
+            exit::CONNECT
+        })?;
+        a.keep_net_stats(&mut reactor, id, 1);
         let start = reactor.started(id).unwrap_or_else(Instant::now);
         let stagger = Duration::from_millis(a.stagger_ms);
         Ok(Observers {
@@ -345,6 +372,7 @@ impl<'a> Observers<'a> {
             target: count as usize,
             exit_code: exit::PROTOCOL,
             other_code: exit::OK,
+            summary: a.summary.then(bzhead::record::summary::Summarizer::new),
         })
     }
 
@@ -422,10 +450,10 @@ impl<'a> Observers<'a> {
             }
             self.pending[k - 1] = None;
             self.reactor.remove_session(self.observers[k - 1]);
-            let config =
-                self.a.session_config(numbered_callsign(&self.a.callsign, k as u32, self.count), !self.a.no_world);
+            let config = self.a.observer_config(k as u32, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
                 Ok(o) => {
+                    self.a.keep_net_stats(&mut self.reactor, o, k as u32);
                     self.observers[k - 1] = o;
                     if k == 1 {
                         self.id = o;
@@ -448,9 +476,12 @@ impl<'a> Observers<'a> {
     fn connect_more(&mut self) {
         while !self.left && self.observers.len() < self.target && Instant::now() >= self.next_connect {
             let k = self.observers.len() as u32 + 1;
-            let config = self.a.session_config(numbered_callsign(&self.a.callsign, k, self.count), !self.a.no_world);
+            let config = self.a.observer_config(k, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
-                Ok(o) => self.observers.push(o),
+                Ok(o) => {
+                    self.a.keep_net_stats(&mut self.reactor, o, k);
+                    self.observers.push(o);
+                }
                 Err(e) => {
                     eprintln!("bzhead: observer {k} cannot connect to {}: {e}", self.addr);
                     self.other_code = exit::CONNECT;
@@ -471,12 +502,15 @@ impl<'a> Observers<'a> {
 
     /// Prints an event of the first observer (if the filter lets it through) and takes its exit code.
     fn print(&mut self, at: Instant, ev: &Event) {
-        if let Event::Closed { exit_code: c, .. } = ev {
-            self.exit_code = u8::try_from(*c).unwrap_or(exit::PROTOCOL);
+        if let Event::Closed { reason } = ev {
+            self.exit_code = exit::of(reason);
         }
         if self.filter.allows(ev) {
             let line = self.a.event_line(at.saturating_duration_since(self.start), ev);
             let _ = writeln!(self.out, "{line}");
+        }
+        if let Some(m) = self.summary.as_mut().and_then(|s| s.event(at.saturating_duration_since(self.start), ev)) {
+            let _ = writeln!(self.out, "{}", bzhead::record::summary::json(&m));
         }
         self.printed = true;
     }
@@ -561,16 +595,16 @@ impl<'a> Observers<'a> {
             return false;
         }
         // Only the first observer's events are printed; the others report how they ended.
-        if let Event::Closed { exit_code: c, .. } = *ev {
-            if c != 0 {
-                let why = self.reactor.session(sid).and_then(|s| s.end().map(|e| e.to_string()));
+        if let Event::Closed { reason } = ev {
+            let code = exit::of(reason);
+            if code != exit::OK {
                 eprintln!(
                     "bzhead: observer {k} ({}): {}",
                     numbered_callsign(&self.a.callsign, k, count),
-                    for_terminal(&why.unwrap_or_else(|| format!("closed with exit code {c}")))
+                    for_terminal(&reason.to_string())
                 );
                 if self.other_code == exit::OK {
-                    self.other_code = u8::try_from(c).unwrap_or(exit::PROTOCOL);
+                    self.other_code = code;
                 }
             }
         }
@@ -598,12 +632,16 @@ impl<'a> Observers<'a> {
     }
 
     /// After the loop: why the first observer ended, a recording cut short, and the exit code.
-    fn finish(self) -> u8 {
+    fn finish(mut self) -> u8 {
+        if let Some(m) = self.summary.as_mut().and_then(|s| s.finish()) {
+            let _ = writeln!(self.out, "{}", bzhead::record::summary::json(&m));
+            let _ = self.out.flush();
+        }
         if self.left_while_away {
             return self.other_code;
         }
         if let Some(end) = self.reactor.session(self.id).and_then(|s| s.end()) {
-            if end.exit_code() != 0 {
+            if exit::of(end) != exit::OK {
                 eprintln!("bzhead: {}", for_terminal(&end.to_string()));
             }
         }

@@ -60,7 +60,7 @@ pub fn run(a: BzflagArgs) -> u8 {
     while let Some((_, at, ev)) = reactor.poll_event() {
         match ev {
             Event::QueryResult { game, teams, players } => result = Some((game, teams, players, at - started)),
-            Event::Closed { exit_code, .. } => code = u8::try_from(exit_code).unwrap_or(exit::PROTOCOL),
+            Event::Closed { reason } => code = exit::of(&reason),
             _ => {}
         }
     }
@@ -76,7 +76,7 @@ pub fn run(a: BzflagArgs) -> u8 {
     if json {
         // The same writer as every protocol's results (`scan --json`).
         let mut line = Vec::new();
-        bzhead::bzflag::server_info::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
+        bzhead::query::bzflag::result(addr, &game, &teams, &players, elapsed).write_json(&mut line);
         line.push(b'\n');
         let _ = out.write_all(&line);
     } else {

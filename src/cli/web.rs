@@ -304,8 +304,8 @@ impl<'a> WebObservers<'a> {
                     extra = Some(reconnected_line(t, json, attempt, down));
                 }
             }
-            Event::Closed { exit_code, .. } => {
-                let code = u8::try_from(*exit_code).unwrap_or(exit::PROTOCOL);
+            Event::Closed { reason } => {
+                let code = exit::of(reason);
                 let end = self.reactor.session(sid).and_then(|x| x.end().cloned());
                 let (reconnect, left) = (self.reconnect, self.left);
                 let s = &mut self.servers[si];
@@ -369,7 +369,7 @@ impl<'a> WebObservers<'a> {
                 if self.reactor.is_done(id) && (s.retry_at.is_some() || s.finished) {
                     if s.finished {
                         if let Some(end) = self.reactor.session(id).and_then(|x| x.end()) {
-                            if end.exit_code() != 0 {
+                            if exit::of(end) != exit::OK {
                                 eprintln!("bzhead: {}: {end}", s.label);
                             }
                         }

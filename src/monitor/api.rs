@@ -13,12 +13,11 @@
 //! * `GET /metrics` → [`super::metrics::render`].
 //! * `GET /` → the page (embedded).
 
-use std::fmt::Write as _;
-
-use serde_json::json;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
 
 use super::metrics::{self, Own};
-use super::state::{Monitor, Point};
+use super::state::{Monitor, Point, Server};
 
 /// Most servers in one `/api/servers` answer (`limit`, `offset` page through more).
 pub const MAX_PAGE: usize = 5000;
@@ -46,8 +45,11 @@ pub struct ApiResponse {
 }
 
 impl ApiResponse {
-    fn json(body: String) -> ApiResponse {
-        ApiResponse { status: 200, content_type: "application/json", body: body.into_bytes() }
+    fn json(body: &impl Serialize) -> ApiResponse {
+        match serde_json::to_vec(body) {
+            Ok(body) => ApiResponse { status: 200, content_type: "application/json", body },
+            Err(e) => ApiResponse::error(500, &e.to_string()),
+        }
     }
 
     fn error(status: u16, msg: &str) -> ApiResponse {
@@ -120,6 +122,68 @@ pub fn route(
     Routed::Response(r)
 }
 
+/// A server as the API answers it: its last answer in the shared result shape (written by the result's own
+/// serialiser, kept as a typed map) and the monitor's fields.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerView {
+    /// The last answer's fields (see [`server_view`]).
+    #[serde(flatten)]
+    pub result: Map<String, Value>,
+    /// Up as of its last round.
+    pub up: bool,
+    /// Unix seconds.
+    pub first_seen: i64,
+    /// Unix seconds.
+    pub last_seen: i64,
+    /// Unix seconds of its last answer (`null`: never).
+    pub last_ok: Option<i64>,
+    /// Recent samples `[t, up, players]`, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Point>>,
+}
+
+/// The server's view: its last answer in the shared shape (without `player_list` unless `with_players`) plus `up`,
+/// `first_seen`, `last_seen`, `last_ok` (ISO 8601 is left to clients: Unix seconds); a server that does not answer
+/// now keeps its last answer with `"ok": false` and the `error`, and one that never answered (the error shape) gets
+/// its last known `name`, `map`, `players` and `max_players`.
+pub fn server_view(s: &Server, with_players: bool) -> ServerView {
+    let mut result = match serde_json::to_value(&s.last) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    if !with_players {
+        result.remove("player_list");
+    }
+    if s.answered_now() {
+        // The answer is current: its own "ok": true stands.
+    } else if s.row.last_ok > 0 {
+        // The last good answer; say it is stale.
+        result.insert("ok".into(), Value::Bool(false));
+        result.insert("error".into(), s.error.clone().into());
+    } else {
+        result.insert("name".into(), s.row.name.clone().into());
+        result.insert("map".into(), s.row.map.clone().into());
+        result.insert("players".into(), s.row.players.into());
+        result.insert("max_players".into(), s.row.max_players.into());
+    }
+    ServerView {
+        result,
+        up: s.row.up,
+        first_seen: s.row.first_seen,
+        last_seen: s.row.last_seen,
+        last_ok: (s.row.last_ok > 0).then_some(s.row.last_ok),
+        history: None,
+    }
+}
+
+/// `{"v":1,"servers":[...],"total":N}`.
+#[derive(Serialize)]
+struct ServerList {
+    v: u32,
+    servers: Vec<ServerView>,
+    total: usize,
+}
+
 /// `GET /api/servers`.
 pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiResponse {
     let protocol = param("protocol");
@@ -129,8 +193,7 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
     // One answer never builds more than MAX_PAGE servers (a turn of the loop stays short); `offset` pages on.
     let limit = param("limit").and_then(|s| s.parse::<usize>().ok()).unwrap_or(MAX_PAGE).min(MAX_PAGE);
     let offset = param("offset").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
-    let mut out = String::from("{\"v\":1,\"servers\":[");
-    let mut first = true;
+    let mut list = Vec::new();
     let mut matched = 0usize;
     for s in m.servers() {
         if protocol.as_deref().is_some_and(|p| p != s.row.protocol) {
@@ -148,20 +211,14 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
         if matched <= offset || matched > offset.saturating_add(limit) {
             continue;
         }
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        out.push_str(&Monitor::server_json(s, false));
+        let mut view = server_view(s, false);
         if history {
-            out.pop();
             let points: Vec<Point> = s.history().collect();
-            write_history(&mut out, &downsample(&points, 30));
-            out.push('}');
+            view.history = Some(downsample(&points, 30));
         }
+        list.push(view);
     }
-    let _ = write!(out, "],\"total\":{matched}}}");
-    ApiResponse::json(out)
+    ApiResponse::json(&ServerList { v: 1, servers: list, total: matched })
 }
 
 /// Downsamples points to at most `max` (each bucket: its last time, up when any sample was, the highest count).
@@ -186,25 +243,10 @@ pub fn server(m: &Monitor, protocol: &str, address: &str, since: i64) -> ApiResp
     let Some(s) = m.server(protocol, address) else {
         return ApiResponse::error(404, "no such server");
     };
-    let mut out = Monitor::server_json(s, true);
-    out.pop(); // its closing brace
+    let mut view = server_view(s, true);
     let points: Vec<Point> = s.history().filter(|p| p.0 >= since).collect();
-    write_history(&mut out, &downsample(&points, MAX_HISTORY_POINTS));
-    out.push('}');
-    ApiResponse::json(out)
-}
-
-/// Appends `,"history":[[t,up,players],...]`.
-fn write_history(out: &mut String, points: &[Point]) {
-    out.push_str(",\"history\":[");
-    for (i, (t, up, players)) in points.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let players = players.map_or_else(|| "null".to_owned(), |p| p.to_string());
-        let _ = write!(out, "[{t},{up},{players}]");
-    }
-    out.push(']');
+    view.history = Some(downsample(&points, MAX_HISTORY_POINTS));
+    ApiResponse::json(&view)
 }
 
 /// `GET /api/players?name=NAME`.
@@ -219,13 +261,7 @@ pub fn players(m: &Monitor, name: &str) -> ApiResponse {
                    "first_seen": first, "last_seen": last, "present": present})
         })
         .collect();
-    ApiResponse::json(json!({"v": 1, "name": name, "seen": seen}).to_string())
-}
-
-/// One event of the change feed in `text/event-stream` form (`id`, `event`, `data` lines).
-pub fn sse_event(id: u64, kind: &str, json: &str) -> String {
-    // The JSON is one line (serde_json writes no line feeds).
-    format!("id: {id}\nevent: {kind}\ndata: {json}\n\n")
+    ApiResponse::json(&json!({"v": 1, "name": name, "seen": seen}))
 }
 
 #[cfg(test)]
@@ -272,5 +308,44 @@ mod tests {
         assert!(d.len() <= 60);
         assert_eq!(d.last().unwrap().0, 129);
         assert_eq!(d.last().unwrap().2, Some(129));
+    }
+
+    #[test]
+    fn server_json_adds_the_monitor_fields_and_escapes() {
+        use crate::monitor::state::test_answer;
+        use crate::monitor::MonitorConfig;
+        use crate::query::result::{ErrorKind, QueryError, QueryResult};
+        let answer = |name: &str| test_answer(name, "m", &["a"]);
+        let timeout = QueryResult {
+            outcome: Err(QueryError::new(ErrorKind::Timeout, "no answer")),
+            ping_ms: None,
+            ..answer("x")
+        };
+        let mut m = Monitor::new(MonitorConfig::default());
+        let round = |m: &mut Monitor, t: i64, r: &QueryResult| {
+            m.begin_round(t);
+            m.observe(r);
+            let b = m.end_round();
+            m.committed(b.round);
+        };
+        let json = |s: &Server, with: bool| serde_json::to_string(&server_view(s, with)).unwrap();
+        round(&mut m, 100, &answer("<b>\"x\"</b>"));
+        let s = m.server("quake3", "127.0.0.1:27960").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json(s, false)).unwrap();
+        assert_eq!(v["name"], "<b>\"x\"</b>");
+        assert_eq!(v["up"], true);
+        assert_eq!(v["first_seen"], 100);
+        assert!(v.get("player_list").is_none());
+        let v: serde_json::Value = serde_json::from_str(&json(s, true)).unwrap();
+        assert_eq!(v["player_list"][0]["name"], "a");
+        round(&mut m, 160, &timeout);
+        round(&mut m, 220, &timeout);
+        let s = m.server("quake3", "127.0.0.1:27960").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json(s, false)).unwrap();
+        assert_eq!(
+            (v["up"].clone(), v["ok"].clone(), v["error"].clone()),
+            (false.into(), false.into(), "timeout".into())
+        );
+        assert_eq!(v["last_ok"], 100);
     }
 }

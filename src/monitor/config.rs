@@ -14,6 +14,8 @@
 //! retries = 2
 //! allow_private = false        # master entries with special-use addresses are dropped
 //! max_ports_per_host = 4       # per host, from a master's list
+//! forget_after = 604800        # seconds unseen before a server is forgotten (7 days)
+//! write_queue_bytes = 33554432 # rounds waiting for the database, at most (32 MiB)
 //!
 //! [[server]]
 //! protocol = "bzflag"
@@ -67,6 +69,10 @@ pub struct Config {
     pub allow_private: Option<bool>,
     /// Most ports taken per host from a master's list.
     pub max_ports_per_host: Option<u32>,
+    /// Seconds a server may go unseen (not listed, not queried) before it is forgotten everywhere.
+    pub forget_after: Option<f64>,
+    /// Most bytes of rounds waiting while the database cannot be written (older rounds are dropped past it).
+    pub write_queue_bytes: Option<u64>,
     /// Single servers.
     #[serde(default)]
     pub server: Vec<ServerSource>,
@@ -126,9 +132,46 @@ pub struct MasterSource {
     pub filters: Option<String>,
 }
 
-/// Parses a configuration file's text.
+/// Parses a configuration file's text and checks every number in it ([`Config::check`]).
 pub fn parse(text: &str) -> Result<Config, String> {
-    toml::from_str(text).map_err(|e| e.to_string())
+    let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+    c.check()?;
+    Ok(c)
+}
+
+/// Checks one float of the configuration: finite and within `min..=max`.
+fn check_float(key: &str, v: Option<f64>, min: f64, max: f64) -> Result<(), String> {
+    match v {
+        Some(x) if !(x.is_finite() && (min..=max).contains(&x)) => {
+            Err(format!("{key} = {x}: expected a number of seconds from {min} to {max}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The range of `interval` (seconds), as `--interval` takes it.
+pub const INTERVAL_RANGE: (f64, f64) = (0.05, 86_400.0);
+/// The range of `verify_every` (seconds).
+pub const VERIFY_EVERY_RANGE: (f64, f64) = (1.0, 86_400.0 * 365.0);
+/// The range of `forget_after` (seconds).
+pub const FORGET_AFTER_RANGE: (f64, f64) = (1.0, 86_400.0 * 3650.0);
+
+impl Config {
+    /// Every float of the file finite and in its range (NaN, infinities and negative times are errors, not
+    /// panics later).
+    pub fn check(&self) -> Result<(), String> {
+        check_float("interval", self.interval, INTERVAL_RANGE.0, INTERVAL_RANGE.1)?;
+        check_float("forget_after", self.forget_after, FORGET_AFTER_RANGE.0, FORGET_AFTER_RANGE.1)?;
+        for s in &self.server {
+            check_float(
+                &format!("server {}: verify_every", s.address),
+                s.verify_every,
+                VERIFY_EVERY_RANGE.0,
+                VERIFY_EVERY_RANGE.1,
+            )?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -151,5 +194,17 @@ mod tests {
         assert!(c.server[0].verify_join);
         assert_eq!(c.master[0].game_protocol, Some(68));
         assert!(parse("bogus = 1").is_err());
+    }
+
+    #[test]
+    fn every_float_is_checked() {
+        for bad in ["nan", "inf", "-inf", "-1.0", "0.0"] {
+            let text = format!("[[server]]\nprotocol = \"bzflag\"\naddress = \"x\"\nverify_every = {bad}\n");
+            let e = parse(&text).unwrap_err();
+            assert!(e.contains("verify_every"), "{e}");
+            assert!(parse(&format!("interval = {bad}")).unwrap_err().contains("interval"));
+            assert!(parse(&format!("forget_after = {bad}")).unwrap_err().contains("forget_after"));
+        }
+        assert!(parse("interval = 0.5\nforget_after = 3600").is_ok());
     }
 }

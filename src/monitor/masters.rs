@@ -12,13 +12,10 @@
 //!   first 0.7 address.
 //!
 //! Both parsers are pure functions over the reply (bounded: at most [`MAX_ENTRIES`] entries), never panic, and
-//! skip what they cannot read. [`Fetcher`] fetches on its own thread (ureq, with a time limit and a body limit) and
-//! reports through a channel and a wake-up, so the event loop never waits for a master.
+//! skip what they cannot read. [`fetch`] blocks (ureq, with a time limit and a body limit): the command runs it as
+//! a job on the reactor's worker (a lane of its own), so the event loop never waits for a master.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -168,63 +165,8 @@ pub fn fetch(format: Format, url: &str) -> Result<Vec<Entry>, String> {
     }
 }
 
-/// A fetch's outcome: its id and the entries or why there are none.
-pub type Fetched = (u64, Result<Vec<Entry>, String>);
-
-/// A thread that fetches lists one after another and reports each through a channel, then calls `notify`.
-pub struct Fetcher {
-    tx: Option<Sender<(u64, Format, String)>>,
-    rx: Receiver<Fetched>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for Fetcher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Fetcher").finish_non_exhaustive()
-    }
-}
-
-impl Fetcher {
-    /// Starts the thread.
-    pub fn start(notify: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Fetcher> {
-        let (tx, jobs) = mpsc::channel::<(u64, Format, String)>();
-        let (done, rx) = mpsc::channel::<Fetched>();
-        let thread = std::thread::Builder::new().name("monitor-fetch".into()).spawn(move || {
-            for (id, format, url) in jobs {
-                let r = fetch(format, &url);
-                if done.send((id, r)).is_err() {
-                    return;
-                }
-                notify();
-            }
-        })?;
-        Ok(Fetcher { tx: Some(tx), rx, thread: Some(thread) })
-    }
-
-    /// Asks for a list (never blocks).
-    pub fn request(&self, id: u64, format: Format, url: &str) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send((id, format, url.to_owned()));
-        }
-    }
-
-    /// The next outcome, if any.
-    pub fn try_recv(&self) -> Option<Fetched> {
-        self.rx.try_recv().ok()
-    }
-}
-
-impl Drop for Fetcher {
-    fn drop(&mut self) {
-        self.tx.take();
-        // A fetch in progress ends by its time limit; do not wait for it.
-        if let Some(t) = self.thread.take() {
-            if t.is_finished() {
-                let _ = t.join();
-            }
-        }
-    }
-}
+/// A fetch's outcome: the entries or why there are none.
+pub type Fetched = Result<Vec<Entry>, String>;
 
 #[cfg(test)]
 mod tests {

@@ -39,6 +39,12 @@ pub struct Own {
     pub db_failing: bool,
     /// Seconds the last commit took.
     pub db_last_commit_seconds: f64,
+    /// Times the database disappeared, was replaced or failed `PRAGMA quick_check` while running.
+    pub db_unhealthy: u64,
+    /// The last check of the database found it missing or damaged (until the next good check).
+    pub db_damaged: bool,
+    /// Bytes of rounds waiting to be written.
+    pub db_queued_bytes: u64,
     /// Joins verified (BZFlag `verify_join`), and how many worked.
     pub joins_tried: u64,
     /// Joins that worked.
@@ -127,7 +133,7 @@ pub fn render(m: &Monitor, own: &Own, joins: &[(String, bool, Option<f64>)]) -> 
             }
         }
     }
-    let counters: [(&str, &str, u64); 11] = [
+    let counters: [(&str, &str, u64); 15] = [
         ("bzhead_monitor_queries_sent_total", "Queries started.", own.queries_sent),
         ("bzhead_monitor_queries_answered_total", "Queries answered.", own.answered),
         ("bzhead_monitor_queries_timed_out_total", "Queries that got no answer in time.", own.timed_out),
@@ -143,6 +149,26 @@ pub fn render(m: &Monitor, own: &Own, joins: &[(String, bool, Option<f64>)]) -> 
             own.db_dropped_rounds,
         ),
         ("bzhead_monitor_events_total", "Change events made.", m.counters().events),
+        (
+            "bzhead_monitor_events_folded_total",
+            "Events past a server's per-round cap, folded into its events_folded event.",
+            m.counters().events_folded,
+        ),
+        (
+            "bzhead_monitor_events_unwritten_total",
+            "Events sent before their round was written (too many bytes of events waited).",
+            m.counters().events_unwritten,
+        ),
+        (
+            "bzhead_monitor_servers_forgotten_total",
+            "Servers forgotten (not seen for forget_after).",
+            m.counters().forgotten,
+        ),
+        (
+            "bzhead_monitor_db_unhealthy_total",
+            "Times the database disappeared, was replaced or failed PRAGMA quick_check while running.",
+            own.db_unhealthy,
+        ),
     ];
     for (name, help, v) in counters {
         family(&mut out, name, "counter", help);
@@ -151,12 +177,18 @@ pub fn render(m: &Monitor, own: &Own, joins: &[(String, bool, Option<f64>)]) -> 
     family(&mut out, "bzhead_monitor_round_duration_seconds", "summary", "How long the rounds took.");
     let _ = writeln!(out, "bzhead_monitor_round_duration_seconds_sum {}", float(own.round_seconds_sum));
     let _ = writeln!(out, "bzhead_monitor_round_duration_seconds_count {}", own.rounds);
-    let gauges: [(&str, &str, f64); 5] = [
+    let gauges: [(&str, &str, f64); 7] = [
         ("bzhead_monitor_last_round_duration_seconds", "How long the last round took.", own.last_round_seconds),
         ("bzhead_monitor_db_ok", "0 while the last database write failed.", if own.db_failing { 0.0 } else { 1.0 }),
         ("bzhead_monitor_db_commit_seconds", "How long the last database commit took.", own.db_last_commit_seconds),
         ("bzhead_monitor_servers", "Servers tracked.", m.servers().count() as f64),
         ("bzhead_monitor_events_unpublished", "Events waiting for their database commit.", m.unpublished() as f64),
+        (
+            "bzhead_monitor_db_healthy",
+            "0 while the database is missing or failed its last PRAGMA quick_check.",
+            if own.db_damaged { 0.0 } else { 1.0 },
+        ),
+        ("bzhead_monitor_db_queued_bytes", "Bytes of rounds waiting to be written.", own.db_queued_bytes as f64),
     ];
     for (name, help, v) in gauges {
         family(&mut out, name, "gauge", help);

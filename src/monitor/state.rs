@@ -3,7 +3,8 @@
 //!
 //! * [`Monitor::begin_round`], then [`Monitor::observe`] for each result as it comes, then [`Monitor::end_round`],
 //!   which returns the batch to write. Servers the round did not report (a master stopped listing them) count as
-//!   failed.
+//!   failed; servers not seen for [`MonitorConfig::forget_after`] seconds are forgotten (memory, API, metrics, and
+//!   through the batch the database).
 //! * A server is down after [`MonitorConfig::down_after`] failed rounds in a row (`server_down`, and
 //!   `player_left` for whoever was on it); an answer from a down or new server is `server_up`. Players are matched
 //!   by name as a multiset (two players may share a name). `map_changed` and `name_changed` compare with the last
@@ -11,14 +12,45 @@
 //! * Events become visible ([`Monitor::events_after`]) once the database committed their round
 //!   ([`Monitor::committed`]), so an id the feed has sent is never reused after a restart; a round the writer had
 //!   to drop publishes its events too (they are then not in the database).
+//!
+//! **What one game server can make us keep is bounded in bytes.** Each answer is cut before anything is kept
+//! ([`bounded`]): the server name to [`MAX_NAME_BYTES`], map, game type and version to [`MAX_TEXT_BYTES`], at most
+//! [`MAX_PLAYERS_KEPT`] players with names of at most [`MAX_PLAYER_NAME_BYTES`] (the player count stays the one
+//! the server reports), at most [`MAX_RULES`] rules and raw fields with keys and values of at most
+//! [`MAX_RULE_BYTES`] (cuts on UTF-8 boundaries). A server makes at most [`MAX_EVENTS_PER_SERVER_ROUND`] events per
+//! round; the rest are folded into one `events_folded` event. Events do not hold the server's name (the feed
+//! adds its current one). The published events ([`MAX_EVENT_BYTES`]) and those waiting for their commit
+//! ([`MAX_UNPUBLISHED_BYTES`]) are bounded in bytes too.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::fmt::Write as _;
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::store::{Batch, EventRow, Loaded, Sample, ServerRow, Sighting};
-use crate::query::result::QueryResult;
+use super::store::{Batch, EventDetail, EventRow, Forgotten, Loaded, Sample, ServerRow, Sighting};
+use crate::query::result::{Answer, CountField, ErrorKind, FieldValue, QueryError, QueryResult, TextField};
+
+/// Most bytes of a server name kept.
+pub const MAX_NAME_BYTES: usize = 128;
+/// Most bytes of a map, a game type or a version kept.
+pub const MAX_TEXT_BYTES: usize = 64;
+/// Most players of an answer kept (names, sightings, events).
+pub const MAX_PLAYERS_KEPT: usize = 64;
+/// Most bytes of a player name kept.
+pub const MAX_PLAYER_NAME_BYTES: usize = 32;
+/// Most extra fields of a player kept.
+pub const MAX_PLAYER_EXTRAS: usize = 4;
+/// Most rules (and most raw fields) of an answer kept.
+pub const MAX_RULES: usize = 32;
+/// Most bytes of a rule's (or raw field's, or a player's extra field's) key and of its value kept.
+pub const MAX_RULE_BYTES: usize = 128;
+/// Most events one server makes in one round; the rest are folded into one `events_folded` event.
+pub const MAX_EVENTS_PER_SERVER_ROUND: usize = 32;
+/// Most bytes of published events kept in memory for the change feed.
+pub const MAX_EVENT_BYTES: usize = 8 << 20;
+/// Most bytes of events waiting for their round's commit; past it the oldest round's are published unwritten.
+pub const MAX_UNPUBLISHED_BYTES: usize = 8 << 20;
+/// Default of [`MonitorConfig::forget_after`]: 7 days.
+pub const DEFAULT_FORGET_AFTER: i64 = 7 * 86_400;
 
 /// Limits and thresholds of the monitor's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,14 +61,155 @@ pub struct MonitorConfig {
     pub history_points: usize,
     /// Most (name, server) pairs kept in memory for `/api/players`.
     pub max_sightings: usize,
-    /// Most published events kept in memory for the change feed.
+    /// Most published events kept in memory for the change feed (and at most [`MAX_EVENT_BYTES`]).
     pub max_events: usize,
+    /// Seconds a server may go unseen (not listed, not queried) before it is forgotten.
+    pub forget_after: i64,
 }
 
 impl Default for MonitorConfig {
     fn default() -> Self {
-        MonitorConfig { down_after: 2, history_points: 120, max_sightings: 1_000_000, max_events: 10_000 }
+        MonitorConfig {
+            down_after: 2,
+            history_points: 120,
+            max_sightings: 1_000_000,
+            max_events: 10_000,
+            forget_after: DEFAULT_FORGET_AFTER,
+        }
     }
+}
+
+/// `s` cut to at most `max` bytes on a UTF-8 boundary.
+pub fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut i = max;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    &s[..i]
+}
+
+fn value_fits(v: FieldValue<'_>) -> bool {
+    match v {
+        FieldValue::Str(s) => s.len() <= MAX_RULE_BYTES,
+        FieldValue::Json(j) => {
+            !matches!(j, serde_json::Value::Array(_) | serde_json::Value::Object(_) | serde_json::Value::String(_))
+        }
+        _ => true,
+    }
+}
+
+fn cut_value(v: FieldValue<'_>) -> FieldValue<'_> {
+    match v {
+        FieldValue::Str(s) => FieldValue::Str(cut(s, MAX_RULE_BYTES)),
+        // A JSON value (the built-in BZFlag query's) is kept only while it is small.
+        FieldValue::Json(j) if !value_fits(v) => {
+            if serde_json::to_string(j).map_or(true, |t| t.len() > MAX_RULE_BYTES) {
+                FieldValue::Null
+            } else {
+                v
+            }
+        }
+        v => v,
+    }
+}
+
+fn fits(a: &Answer) -> bool {
+    let short = |s: Option<&str>, max: usize| s.is_none_or(|s| s.len() <= max);
+    short(a.name(), MAX_NAME_BYTES)
+        && short(a.map(), MAX_TEXT_BYTES)
+        && short(a.game_type(), MAX_TEXT_BYTES)
+        && short(a.version(), MAX_TEXT_BYTES)
+        && a.player_count() <= MAX_PLAYERS_KEPT
+        && a.player_list().into_iter().flatten().all(|p| {
+            p.name.len() <= MAX_PLAYER_NAME_BYTES
+                && [p.score, p.team, p.ping].into_iter().all(value_fits)
+                && p.extra.len() <= MAX_PLAYER_EXTRAS
+                && p.extra.iter().all(|(k, v)| k.len() <= MAX_RULE_BYTES && value_fits(v))
+        })
+        && [a.rules(), a.raw()]
+            .iter()
+            .all(|f| f.len() <= MAX_RULES && f.iter().all(|(k, v)| k.len() <= MAX_RULE_BYTES && value_fits(v)))
+}
+
+/// The answer cut to the monitor's limits (see the module documentation), or `None` when it is within them.
+pub fn bounded(a: &Answer) -> Option<Answer> {
+    if fits(a) {
+        return None;
+    }
+    let mut b = Answer::default();
+    b.set_text(TextField::Name, a.name().map(|s| cut(s, MAX_NAME_BYTES)));
+    b.set_text(TextField::Map, a.map().map(|s| cut(s, MAX_TEXT_BYTES)));
+    b.set_text(TextField::GameType, a.game_type().map(|s| cut(s, MAX_TEXT_BYTES)));
+    b.set_text(TextField::Version, a.version().map(|s| cut(s, MAX_TEXT_BYTES)));
+    b.set_count(CountField::Players, a.players());
+    b.set_count(CountField::MaxPlayers, a.max_players());
+    b.set_count(CountField::Bots, a.bots());
+    b.set_password(a.password());
+    if let Some(list) = a.player_list() {
+        b.set_player_list_known(true);
+        for p in list.take(MAX_PLAYERS_KEPT) {
+            let extra = p
+                .extra
+                .iter()
+                .take(MAX_PLAYER_EXTRAS)
+                .map(|(k, v)| (cut(k, MAX_RULE_BYTES), cut_value(v)))
+                .collect::<Vec<_>>();
+            b.push_player(
+                cut(p.name, MAX_PLAYER_NAME_BYTES),
+                cut_value(p.score),
+                cut_value(p.team),
+                cut_value(p.ping),
+                extra,
+            );
+        }
+    }
+    for (k, v) in a.rules().iter().take(MAX_RULES) {
+        b.set_rule(cut(k, MAX_RULE_BYTES), cut_value(v));
+    }
+    for (k, v) in a.raw().iter().take(MAX_RULES) {
+        b.set_raw(cut(k, MAX_RULE_BYTES), cut_value(v));
+    }
+    b.set_servers(a.servers().map(<[std::net::SocketAddr]>::to_vec));
+    Some(b)
+}
+
+/// A result as the monitor keeps it: its answer cut to the limits.
+fn kept(r: &QueryResult) -> QueryResult {
+    let outcome = match &r.outcome {
+        Ok(a) => Ok(bounded(a).unwrap_or_else(|| a.clone())),
+        Err(e) => Err(QueryError::new(e.kind, cut(&e.detail, MAX_RULE_BYTES))),
+    };
+    QueryResult { index: r.index, protocol: r.protocol.clone(), address: r.address, ping_ms: r.ping_ms, outcome }
+}
+
+/// A result read back from its stored JSON (a restart): the shared shape, or `None` when it is not one.
+pub fn result_from_json(protocol: &str, address: &str, json: &str) -> Option<QueryResult> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let address = address.parse().ok()?;
+    let outcome = if v.get("ok").and_then(serde_json::Value::as_bool)? {
+        let a = Answer::from_shape(&v);
+        Ok(bounded(&a).unwrap_or(a))
+    } else {
+        let name = v.get("error").and_then(serde_json::Value::as_str).unwrap_or("error");
+        let kind = [
+            ErrorKind::Timeout,
+            ErrorKind::Refused,
+            ErrorKind::Malformed,
+            ErrorKind::Plugin,
+            ErrorKind::Unsupported,
+            ErrorKind::Error,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+        .unwrap_or(ErrorKind::Error);
+        let detail = v.get("detail").and_then(serde_json::Value::as_str).unwrap_or("");
+        Err(QueryError::new(kind, cut(detail, MAX_RULE_BYTES)))
+    };
+    let ping_ms = v.get("ping_ms").and_then(serde_json::Value::as_f64);
+    Some(QueryResult { index: 0, protocol: protocol.to_owned(), address, ping_ms, outcome })
 }
 
 /// One point of a server's history: (Unix time, answered, players).
@@ -70,8 +243,10 @@ impl Compact {
 /// A tracked server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Server {
-    /// The stored row (latest state; `json` is the last good answer, or the last error while it never answered).
+    /// The stored row's latest state (its `json` is made when the row is written, from [`Server::last`]).
     pub row: ServerRow,
+    /// The last answer (cut to the limits), or the last error while it never answered.
+    pub last: QueryResult,
     /// Failed rounds in a row.
     pub fails: u32,
     /// The last error kind (`timeout`, `refused`...), while failing.
@@ -104,6 +279,26 @@ impl Server {
     pub fn history(&self) -> impl Iterator<Item = Point> + '_ {
         self.history.iter().map(|c| c.point())
     }
+
+    /// True when its last answer is current (it answered in its last round).
+    pub fn answered_now(&self) -> bool {
+        self.row.up && self.fails == 0
+    }
+
+    fn new(row: ServerRow, last: QueryResult) -> Server {
+        Server {
+            row,
+            last,
+            fails: 0,
+            error: None,
+            present: Vec::new(),
+            history: VecDeque::new(),
+            seen_round: 0,
+            written: (0, 0),
+            sightings_written: 0,
+            sampled_text: 0,
+        }
+    }
 }
 
 /// A name's stints per server (protocol, address): (first seen, last seen).
@@ -114,10 +309,16 @@ type Stints = HashMap<(String, String), (i64, i64)>;
 pub struct Counters {
     /// Rounds finished.
     pub rounds: u64,
-    /// Events made.
+    /// Events made (folded ones counted in their `events_folded`).
     pub events: u64,
+    /// Events folded into `events_folded` events.
+    pub events_folded: u64,
+    /// Events published before their round was written because too many bytes of events waited.
+    pub events_unwritten: u64,
     /// Player sightings left out because the in-memory index was full.
     pub sightings_dropped: u64,
+    /// Servers forgotten.
+    pub forgotten: u64,
 }
 
 /// The state. See the module documentation.
@@ -129,18 +330,32 @@ pub struct Monitor {
     order: BTreeSet<(String, String)>,
     next_event_id: u64,
     published: VecDeque<EventRow>,
+    published_bytes: usize,
     unpublished: VecDeque<(u64, Vec<EventRow>)>,
+    unpublished_bytes: usize,
     /// name → (protocol, address) → (first seen, last seen).
     players: HashMap<String, Stints>,
     sightings: usize,
     round: u64,
     round_t: i64,
     batch: Batch,
+    /// Events the server being observed made this round (for [`MAX_EVENTS_PER_SERVER_ROUND`]), and those folded.
+    server_events: (usize, u64),
     counters: Counters,
 }
 
-fn opt_str(v: Option<&str>) -> Option<String> {
-    v.map(str::to_owned)
+/// An event as the feed sends it: the stored event and the server's current name.
+#[derive(Serialize)]
+struct EventOut<'a> {
+    id: u64,
+    t: i64,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    protocol: &'a str,
+    address: &'a str,
+    server: Option<&'a str>,
+    #[serde(flatten)]
+    detail: &'a EventDetail,
 }
 
 impl Monitor {
@@ -152,12 +367,15 @@ impl Monitor {
             order: BTreeSet::new(),
             next_event_id: 1,
             published: VecDeque::new(),
+            published_bytes: 0,
             unpublished: VecDeque::new(),
+            unpublished_bytes: 0,
             players: HashMap::new(),
             sightings: 0,
             round: 0,
             round_t: 0,
             batch: Batch::default(),
+            server_events: (0, 0),
             counters: Counters::default(),
         }
     }
@@ -174,28 +392,24 @@ impl Monitor {
             }
             m.note_player(&s.name, &key, s.first_seen, s.last_seen);
         }
-        for row in loaded.servers {
+        for mut row in loaded.servers {
             let key = (row.protocol.clone(), row.address.clone());
-            let history = loaded.history.remove(&key).unwrap_or_default().into_iter().map(Compact::new).collect();
-            let present = present.remove(&key).unwrap_or_default();
+            let Some(last) = result_from_json(&row.protocol, &row.address, &row.json) else { continue };
+            row.json = String::new();
+            row.name = row.name.map(|n| cut(&n, MAX_NAME_BYTES).to_owned());
+            row.map = row.map.map(|n| cut(&n, MAX_TEXT_BYTES).to_owned());
+            let mut s = Server::new(row, last);
+            s.history = loaded.history.remove(&key).unwrap_or_default().into_iter().map(Compact::new).collect();
+            s.present = present.remove(&key).unwrap_or_default();
             m.order.insert(key.clone());
-            m.servers.insert(
-                key,
-                Server {
-                    row,
-                    fails: 0,
-                    error: None,
-                    present,
-                    history,
-                    seen_round: 0,
-                    written: (0, 0),
-                    sightings_written: 0,
-                    sampled_text: 0,
-                },
-            );
+            m.servers.insert(key, s);
         }
         let skip = loaded.events.len().saturating_sub(m.config.max_events);
-        m.published.extend(loaded.events.into_iter().skip(skip));
+        for e in loaded.events.into_iter().skip(skip) {
+            m.published_bytes += e.bytes();
+            m.published.push_back(e);
+        }
+        m.trim_published();
         m
     }
 
@@ -235,6 +449,22 @@ impl Monitor {
         self.published.range(start..)
     }
 
+    /// An event as the feed sends it: `{"id","t","type","protocol","address","server", ...its own fields}`, the
+    /// server's name being its current one.
+    pub fn event_json(&self, e: &EventRow) -> String {
+        let server = self.servers.get(&(e.protocol.clone(), e.address.clone())).and_then(|s| s.row.name.as_deref());
+        let out = EventOut {
+            id: e.id,
+            t: e.t,
+            kind: e.kind,
+            protocol: &e.protocol,
+            address: &e.address,
+            server,
+            detail: &e.detail,
+        };
+        serde_json::to_string(&out).unwrap_or_default()
+    }
+
     /// The id of the newest published event (0: none).
     pub fn last_event_id(&self) -> u64 {
         self.published.back().map_or(0, |e| e.id)
@@ -248,6 +478,11 @@ impl Monitor {
     /// The current round's number.
     pub fn round(&self) -> u64 {
         self.round
+    }
+
+    /// Bytes of published events kept, and of events waiting for their commit.
+    pub fn event_bytes(&self) -> (usize, usize) {
+        (self.published_bytes, self.unpublished_bytes)
     }
 
     /// Starts a round at Unix time `t`.
@@ -273,25 +508,42 @@ impl Monitor {
         self.players.entry(name.to_owned()).or_default().insert(key.clone(), (first, last));
     }
 
-    fn event(&mut self, kind: &str, row: &ServerRow, extra: serde_json::Value) {
+    /// Makes an event of the server being observed (or folds it past [`MAX_EVENTS_PER_SERVER_ROUND`]).
+    fn event(&mut self, kind: &'static str, row: &ServerRow, detail: EventDetail) {
+        if self.server_events.0 >= MAX_EVENTS_PER_SERVER_ROUND {
+            self.server_events.1 += 1;
+            self.counters.events_folded += 1;
+            return;
+        }
+        self.server_events.0 += 1;
+        self.push_event(kind, row, detail);
+    }
+
+    fn push_event(&mut self, kind: &'static str, row: &ServerRow, detail: EventDetail) {
         let id = self.next_event_id;
         self.next_event_id += 1;
         self.counters.events += 1;
-        let mut v = json!({
-            "id": id, "t": self.round_t, "type": kind, "protocol": row.protocol, "address": row.address,
-            "server": row.name,
-        });
-        if let (Some(o), serde_json::Value::Object(x)) = (v.as_object_mut(), extra) {
-            o.extend(x);
-        }
         self.batch.events.push(EventRow {
             id,
             t: self.round_t,
-            kind: kind.to_owned(),
+            kind,
             protocol: row.protocol.clone(),
             address: row.address.clone(),
-            json: v.to_string(),
+            detail,
         });
+    }
+
+    /// Starts counting a server's events of this round.
+    fn begin_server_events(&mut self) {
+        self.server_events = (0, 0);
+    }
+
+    /// Ends a server's events of this round: those past the cap become one `events_folded` event.
+    fn end_server_events(&mut self, row: &ServerRow) {
+        let folded = std::mem::take(&mut self.server_events).1;
+        if folded > 0 {
+            self.push_event("events_folded", row, EventDetail { folded: Some(folded), ..EventDetail::default() });
+        }
     }
 
     /// A result of the current round (a master's own result is ignored: its servers come as results of their own).
@@ -307,30 +559,27 @@ impl Monitor {
         if is_new {
             self.order.insert(key.clone());
         }
-        let mut s = existing.unwrap_or_else(|| Server {
-            row: ServerRow {
-                protocol: key.0.clone(),
-                address: key.1.clone(),
-                first_seen: t,
-                last_seen: t,
-                last_ok: 0,
-                up: false,
-                name: None,
-                map: None,
-                players: None,
-                max_players: None,
-                ping_ms: None,
-                json: String::new(),
-            },
-            fails: 0,
-            error: None,
-            present: Vec::new(),
-            history: VecDeque::new(),
-            seen_round: 0,
-            written: (0, 0),
-            sightings_written: 0,
-            sampled_text: 0,
+        let r = kept(r);
+        let mut s = existing.unwrap_or_else(|| {
+            Server::new(
+                ServerRow {
+                    protocol: key.0.clone(),
+                    address: key.1.clone(),
+                    first_seen: t,
+                    last_seen: t,
+                    last_ok: 0,
+                    up: false,
+                    name: None,
+                    map: None,
+                    players: None,
+                    max_players: None,
+                    ping_ms: None,
+                    json: String::new(),
+                },
+                r.clone(),
+            )
         });
+        self.begin_server_events();
         s.seen_round = round;
         s.row.last_seen = t;
         match &r.outcome {
@@ -341,20 +590,21 @@ impl Monitor {
                 s.row.up = true;
                 s.row.last_ok = t;
                 s.row.ping_ms = r.ping_ms;
-                s.row.json = r.to_json_line();
                 let (old_name, old_map) = (s.row.name.take(), s.row.map.take());
-                s.row.name = opt_str(a.name());
-                s.row.map = opt_str(a.map());
+                s.row.name = a.name().map(str::to_owned);
+                s.row.map = a.map().map(str::to_owned);
                 s.row.players = a.players();
                 s.row.max_players = a.max_players();
                 if !was_up {
-                    self.event("server_up", &s.row, json!({}));
+                    self.event("server_up", &s.row, EventDetail::default());
                 } else {
                     if old_name.is_some() && s.row.name.is_some() && old_name != s.row.name {
-                        self.event("name_changed", &s.row, json!({"from": old_name, "to": s.row.name}));
+                        let d = EventDetail { from: old_name, to: s.row.name.clone(), ..EventDetail::default() };
+                        self.event("name_changed", &s.row, d);
                     }
                     if old_map.is_some() && s.row.map.is_some() && old_map != s.row.map {
-                        self.event("map_changed", &s.row, json!({"from": old_map, "to": s.row.map}));
+                        let d = EventDetail { from: old_map, to: s.row.map.clone(), ..EventDetail::default() };
+                        self.event("map_changed", &s.row, d);
                     }
                 }
                 if let Some(list) = a.player_list() {
@@ -365,15 +615,20 @@ impl Monitor {
             Err(e) => {
                 s.fails = s.fails.saturating_add(1);
                 s.error = Some(e.kind.name().to_owned());
-                if s.row.json.is_empty() || s.row.last_ok == 0 {
-                    s.row.json = r.to_json_line();
+                if s.row.last_ok == 0 {
+                    s.last = r.clone();
                 }
                 if s.row.up && s.fails >= self.config.down_after {
                     self.server_down(&mut s, &key);
                 }
             }
         }
-        self.sample(&mut s, r.is_ok());
+        if r.is_ok() {
+            s.last = r;
+        }
+        self.end_server_events(&s.row);
+        let up = s.fails == 0 && s.last.is_ok();
+        self.sample(&mut s, up);
         self.write_row(&mut s, false);
         self.servers.insert(key, s);
     }
@@ -385,17 +640,25 @@ impl Monitor {
         let d = digest(&(r.up, &r.name, &r.map, r.players, r.max_players, r.last_ok == 0));
         if force || d != s.written.1 || self.round_t - s.written.0 >= REFRESH_SECONDS {
             s.written = (self.round_t, d);
-            self.batch.servers.push(s.row.clone());
+            let mut row = s.row.clone();
+            row.json = s.last.to_json_line();
+            self.batch.servers.push(row);
         }
     }
 
     fn server_down(&mut self, s: &mut Server, key: &(String, String)) {
         s.row.up = false;
-        self.event("server_down", &s.row, json!({"error": s.error}));
+        let d = EventDetail { error: Some(s.error.clone()), ..EventDetail::default() };
+        self.event("server_down", &s.row, d);
         let t = self.round_t;
         for (name, first) in std::mem::take(&mut s.present) {
             self.note_player(&name, key, first, s.row.last_ok.max(first).min(t));
-            self.event("player_left", &s.row, json!({"player": name, "reason": "server_down"}));
+            let d = EventDetail {
+                player: Some(name.clone()),
+                reason: Some("server_down".into()),
+                ..EventDetail::default()
+            };
+            self.event("player_left", &s.row, d);
             self.batch.sightings.push(Sighting {
                 name,
                 protocol: key.0.clone(),
@@ -449,11 +712,11 @@ impl Monitor {
             old.into_iter().flat_map(|(n, fs)| fs.into_iter().map(move |f| (n.to_owned(), f))).collect();
         left.sort();
         for n in joined {
-            self.event("player_joined", &s.row, json!({"player": n}));
+            self.event("player_joined", &s.row, EventDetail { player: Some(n), ..EventDetail::default() });
         }
         for (n, first) in left {
             self.note_player(&n, key, first, t);
-            self.event("player_left", &s.row, json!({"player": n}));
+            self.event("player_left", &s.row, EventDetail { player: Some(n.clone()), ..EventDetail::default() });
             self.batch.sightings.push(Sighting {
                 name: n,
                 protocol: key.0.clone(),
@@ -515,8 +778,9 @@ impl Monitor {
         });
     }
 
-    /// Ends the round: servers it did not report count as failed (not listed). Returns the batch to write; its
-    /// events are published once [`Monitor::committed`] says so.
+    /// Ends the round: servers it did not report count as failed (not listed), servers not seen for
+    /// [`MonitorConfig::forget_after`] are forgotten. Returns the batch to write; its events are published once
+    /// [`Monitor::committed`] says so.
     pub fn end_round(&mut self) -> Batch {
         let round = self.round;
         let missing: Vec<(String, String)> =
@@ -526,26 +790,85 @@ impl Monitor {
             s.fails = s.fails.saturating_add(1);
             s.error = Some("not_listed".to_owned());
             if s.fails >= self.config.down_after {
+                self.begin_server_events();
                 self.server_down(&mut s, &key);
+                self.end_server_events(&s.row);
                 self.write_row(&mut s, true);
             }
             self.servers.insert(key, s);
         }
+        self.forget();
         self.counters.rounds += 1;
         let batch = std::mem::take(&mut self.batch);
+        let bytes: usize = batch.events.iter().map(EventRow::bytes).sum();
+        self.unpublished_bytes += bytes;
         self.unpublished.push_back((batch.round, batch.events.clone()));
+        // The oldest waiting rounds go out unwritten past the bound (their ids may then come again after a
+        // restart: counted).
+        while self.unpublished_bytes > MAX_UNPUBLISHED_BYTES && self.unpublished.len() > 1 {
+            let Some((r, evs)) = self.unpublished.front() else { break };
+            let (r, n) = (*r, evs.len() as u64);
+            self.counters.events_unwritten += n;
+            self.committed(r);
+        }
         batch
+    }
+
+    /// Forgets the servers not seen for [`MonitorConfig::forget_after`] seconds: memory, the player index, and
+    /// (through the batch) the database.
+    fn forget(&mut self) {
+        let t = self.round_t;
+        let after = self.config.forget_after;
+        let old: Vec<(String, String)> = self
+            .servers
+            .iter()
+            .filter(|(_, s)| s.seen_round != self.round && t - s.row.last_seen >= after)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if old.is_empty() {
+            return;
+        }
+        for key in &old {
+            if let Some(s) = self.servers.remove(key) {
+                self.order.remove(key);
+                self.counters.forgotten += 1;
+                self.batch.forget.push(Forgotten {
+                    protocol: key.0.clone(),
+                    address: key.1.clone(),
+                    last_seen: s.row.last_seen,
+                });
+            }
+        }
+        let gone: std::collections::HashSet<&(String, String)> = old.iter().collect();
+        let mut removed = 0usize;
+        self.players.retain(|_, stints| {
+            let before = stints.len();
+            stints.retain(|k, _| !gone.contains(k));
+            removed += before - stints.len();
+            !stints.is_empty()
+        });
+        self.sightings = self.sightings.saturating_sub(removed);
     }
 
     /// The database committed (or dropped) `round`: its events, and those of every earlier round, go out.
     pub fn committed(&mut self, round: u64) {
         while self.unpublished.front().is_some_and(|(r, _)| *r <= round) {
             if let Some((_, evs)) = self.unpublished.pop_front() {
-                self.published.extend(evs);
+                for e in evs {
+                    let b = e.bytes();
+                    self.unpublished_bytes = self.unpublished_bytes.saturating_sub(b);
+                    self.published_bytes += b;
+                    self.published.push_back(e);
+                }
             }
         }
-        while self.published.len() > self.config.max_events {
-            self.published.pop_front();
+        self.trim_published();
+    }
+
+    fn trim_published(&mut self) {
+        while self.published.len() > self.config.max_events || self.published_bytes > MAX_EVENT_BYTES {
+            let Some(e) = self.published.pop_front() else { break };
+            self.published_bytes = self.published_bytes.saturating_sub(e.bytes());
         }
     }
 
@@ -553,78 +876,35 @@ impl Monitor {
     pub fn unpublished(&self) -> usize {
         self.unpublished.iter().map(|(_, e)| e.len()).sum()
     }
+}
 
-    /// The server's JSON for the API: its last answer in the shared shape plus `up`, `first_seen`, `last_seen`,
-    /// `last_ok` (ISO 8601 is left to clients: Unix seconds), and for a server that does not answer now, its last
-    /// known `name`, `map`, `players` and `max_players` (the error shape has none of them).
-    pub fn server_json(s: &Server, with_players: bool) -> String {
-        let mut out = String::with_capacity(s.row.json.len() + 96);
-        let body = s.row.json.trim_end();
-        let body = body.strip_suffix('}').unwrap_or("{\"v\":1");
-        if with_players {
-            out.push_str(body);
-        } else {
-            // Cut the player list out (the list view does not need it).
-            match (body.find(",\"player_list\":"), body.find(",\"rules\":")) {
-                (Some(a), Some(b)) if a < b => {
-                    out.push_str(&body[..a]);
-                    out.push_str(&body[b..]);
-                }
-                _ => out.push_str(body),
-            }
-        }
-        let answered_now = s.row.up && s.fails == 0;
-        if answered_now {
-            // The answer is current: its own "ok": true stands.
-        } else if s.row.last_ok > 0 {
-            // The stored json is the last good answer; say it is stale.
-            out = out.replacen("\"ok\":true", "\"ok\":false", 1);
-            let _ = write!(out, ",\"error\":{}", serde_json::Value::from(s.error.clone()));
-        } else {
-            let _ = write!(
-                out,
-                ",\"name\":{},\"map\":{},\"players\":{},\"max_players\":{}",
-                serde_json::Value::from(s.row.name.clone()),
-                serde_json::Value::from(s.row.map.clone()),
-                serde_json::Value::from(s.row.players),
-                serde_json::Value::from(s.row.max_players)
-            );
-        }
-        let _ = write!(
-            out,
-            ",\"up\":{},\"first_seen\":{},\"last_seen\":{},\"last_ok\":{}}}",
-            s.row.up,
-            s.row.first_seen,
-            s.row.last_seen,
-            if s.row.last_ok > 0 { s.row.last_ok.to_string() } else { "null".to_owned() }
-        );
-        out
+/// A Quake III answer from 127.0.0.1:27960 with `name`, `map` and `players` (8 slots), for the tests.
+#[cfg(test)]
+pub(crate) fn test_answer(name: &str, map: &str, players: &[&str]) -> QueryResult {
+    let mut a = Answer::default();
+    a.set_text(TextField::Name, Some(name));
+    a.set_text(TextField::Map, Some(map));
+    a.set_count(CountField::Players, Some(players.len() as i64));
+    a.set_count(CountField::MaxPlayers, Some(8));
+    a.set_player_list_known(true);
+    for p in players {
+        a.push_player(p, FieldValue::Int(0), FieldValue::Null, FieldValue::Null, std::iter::empty());
+    }
+    QueryResult {
+        index: 0,
+        protocol: "quake3".into(),
+        address: "127.0.0.1:27960".parse().unwrap(),
+        ping_ms: Some(1.0),
+        outcome: Ok(a),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::result::{Answer, CountField, ErrorKind, FieldValue, QueryError, TextField};
+    use crate::query::result::{ErrorKind, QueryError};
 
-    fn answer(name: &str, map: &str, players: &[&str]) -> QueryResult {
-        let mut a = Answer::default();
-        a.set_text(TextField::Name, Some(name));
-        a.set_text(TextField::Map, Some(map));
-        a.set_count(CountField::Players, Some(players.len() as i64));
-        a.set_count(CountField::MaxPlayers, Some(8));
-        a.set_player_list_known(true);
-        for p in players {
-            a.push_player(p, FieldValue::Int(0), FieldValue::Null, FieldValue::Null, std::iter::empty());
-        }
-        QueryResult {
-            index: 0,
-            protocol: "quake3".into(),
-            address: "127.0.0.1:27960".parse().unwrap(),
-            ping_ms: Some(1.0),
-            outcome: Ok(a),
-        }
-    }
+    use super::test_answer as answer;
 
     fn timeout() -> QueryResult {
         QueryResult {
@@ -639,12 +919,9 @@ mod tests {
     fn kinds(b: &Batch) -> Vec<String> {
         b.events
             .iter()
-            .map(|e| {
-                let v: serde_json::Value = serde_json::from_str(&e.json).unwrap();
-                match v.get("player").and_then(|p| p.as_str()) {
-                    Some(p) => format!("{}:{p}", e.kind),
-                    None => e.kind.clone(),
-                }
+            .map(|e| match &e.detail.player {
+                Some(p) => format!("{}:{p}", e.kind),
+                None => e.kind.to_owned(),
             })
             .collect()
     }
@@ -691,33 +968,11 @@ mod tests {
     }
 
     #[test]
-    fn server_json_adds_the_monitor_fields_and_escapes() {
-        let mut m = Monitor::new(MonitorConfig::default());
-        round(&mut m, 100, &answer("<b>\"x\"</b>", "m", &["a"]));
-        let s = m.server("quake3", "127.0.0.1:27960").unwrap();
-        let v: serde_json::Value = serde_json::from_str(&Monitor::server_json(s, false)).unwrap();
-        assert_eq!(v["name"], "<b>\"x\"</b>");
-        assert_eq!(v["up"], true);
-        assert_eq!(v["first_seen"], 100);
-        assert!(v.get("player_list").is_none());
-        let v: serde_json::Value = serde_json::from_str(&Monitor::server_json(s, true)).unwrap();
-        assert_eq!(v["player_list"][0]["name"], "a");
-        round(&mut m, 160, &timeout());
-        round(&mut m, 220, &timeout());
-        let s = m.server("quake3", "127.0.0.1:27960").unwrap();
-        let v: serde_json::Value = serde_json::from_str(&Monitor::server_json(s, false)).unwrap();
-        assert_eq!(
-            (v["up"].clone(), v["ok"].clone(), v["error"].clone()),
-            (false.into(), false.into(), "timeout".into())
-        );
-        assert_eq!(v["last_ok"], 100);
-    }
-
-    #[test]
     fn restore_resumes_ids_and_players() {
         let mut m = Monitor::new(MonitorConfig::default());
         let b1 = round(&mut m, 100, &answer("srv", "m", &["a"]));
-        let s = m.server("quake3", "127.0.0.1:27960").unwrap().row.clone();
+        let mut s = m.server("quake3", "127.0.0.1:27960").unwrap().row.clone();
+        s.json = b1.servers[0].json.clone();
         let loaded = Loaded {
             servers: vec![s],
             sightings: b1.sightings.clone(),
@@ -730,5 +985,91 @@ mod tests {
         let b = round(&mut m, 160, &answer("srv", "m", &["a", "z"]));
         assert_eq!(kinds(&b), ["player_joined:z"]);
         assert_eq!(b.events[0].id, 3);
+    }
+
+    #[test]
+    fn a_hostile_answer_is_cut_to_the_limits_and_its_events_folded() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        let long = "é".repeat(15 * 1024); // 30 KiB, two bytes a character
+        let names = |r: usize| -> Vec<String> { (0..800).map(|i| format!("{r}-{i}-{}", "p".repeat(40))).collect() };
+        let n1 = names(1);
+        let refs: Vec<&str> = n1.iter().map(String::as_str).collect();
+        let b = round(&mut m, 100, &answer(&long, &long, &refs));
+        let s = m.server("quake3", "127.0.0.1:27960").unwrap();
+        assert_eq!(s.row.name.as_deref().map(str::len), Some(MAX_NAME_BYTES));
+        assert!(s.row.map.as_deref().is_some_and(|n| n.len() <= MAX_TEXT_BYTES));
+        assert_eq!(s.row.players, Some(800));
+        assert_eq!(s.present.len(), MAX_PLAYERS_KEPT);
+        assert!(s.present.iter().all(|(n, _)| n.len() <= MAX_PLAYER_NAME_BYTES));
+        assert_eq!(b.events.len(), MAX_EVENTS_PER_SERVER_ROUND + 1);
+        let last = b.events.last().unwrap();
+        assert_eq!((last.kind, last.detail.folded), ("events_folded", Some(1 + 64 - 32)));
+        assert!(b.servers[0].json.len() < 16 * 1024, "{}", b.servers[0].json.len());
+        // The next round: every name new.
+        let n2 = names(2);
+        let refs: Vec<&str> = n2.iter().map(String::as_str).collect();
+        let b = round(&mut m, 160, &answer(&long, &long, &refs));
+        assert_eq!(b.events.len(), MAX_EVENTS_PER_SERVER_ROUND + 1);
+        assert!(b.bytes() < 64 * 1024, "{}", b.bytes());
+        // No event holds the server's name; the feed adds its current (cut) one.
+        let e = m.events_after(0).next().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&m.event_json(e)).unwrap();
+        assert_eq!(v["server"].as_str().map(str::len), Some(MAX_NAME_BYTES));
+        assert_eq!(v["type"], "server_up");
+        assert!(m.event_bytes().0 < 64 * 1024);
+    }
+
+    #[test]
+    fn servers_not_seen_for_forget_after_are_forgotten() {
+        let cfg = MonitorConfig { forget_after: 300, ..MonitorConfig::default() };
+        let mut m = Monitor::new(cfg);
+        round(&mut m, 100, &answer("srv", "m", &["a"]));
+        // Not listed any more: down after two rounds, forgotten once 300 s passed since it was last seen.
+        for t in [160, 220, 280, 340] {
+            m.begin_round(t);
+            let b = m.end_round();
+            m.committed(b.round);
+            assert!(b.forget.is_empty());
+        }
+        m.begin_round(400);
+        let b = m.end_round();
+        assert_eq!(b.forget.len(), 1);
+        assert_eq!(b.forget[0].last_seen, 100);
+        assert!(m.server("quake3", "127.0.0.1:27960").is_none());
+        assert_eq!(m.servers().count(), 0);
+        assert!(m.player("a").is_empty());
+        assert_eq!(m.counters().forgotten, 1);
+    }
+
+    #[test]
+    fn cut_keeps_utf8_whole() {
+        assert_eq!(cut("aé", 2), "a");
+        assert_eq!(cut("aé", 3), "aé");
+        assert_eq!(cut("", 0), "");
+    }
+
+    #[test]
+    fn events_waiting_for_their_commit_are_bounded_in_bytes() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        let names: Vec<String> = (0..40).map(|i| format!("{i:02}-{}", "n".repeat(28))).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        // The database never commits: rounds of 300 servers whose players all join (33 events each, some 5 MB a
+        // round).
+        for r in 0..3i64 {
+            m.begin_round(100 + r * 60);
+            for port in 0..300u16 {
+                let mut a = answer("srv", "m", &refs);
+                a.address = std::net::SocketAddr::from(([127, 0, 0, 1], port + 1 + (r as u16) * 300));
+                m.observe(&a);
+            }
+            let _ = m.end_round();
+            let (published, unpublished) = m.event_bytes();
+            assert!(unpublished <= MAX_UNPUBLISHED_BYTES, "{unpublished}");
+            assert!(published <= MAX_EVENT_BYTES, "{published}");
+        }
+        // One round's events fit; more do not: the oldest rounds went out unwritten, whole, counted.
+        let unwritten = m.counters().events_unwritten;
+        assert!(unwritten > 0 && unwritten % (300 * 33) == 0, "{unwritten}");
+        assert!(m.event_bytes().0 <= MAX_EVENT_BYTES);
     }
 }

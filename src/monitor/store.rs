@@ -1,9 +1,10 @@
-//! The monitor's history in SQLite: one writer thread, one transaction per round, WAL mode.
+//! The monitor's history in SQLite: one transaction per round, WAL mode, written on the reactor's worker.
 //!
 //! Tables (`PRAGMA user_version` = [`SCHEMA_VERSION`]):
 //!
 //! * `servers(id, protocol, address, first_seen, last_seen, last_ok, up, name, map, players, max_players, ping_ms,
-//!   json)`: one row per server ever seen, its latest state (`json`: the last answer in the shared result shape).
+//!   json)`: one row per server seen (and not forgotten), its latest state (`json`: the last answer in the shared
+//!   result shape, cut to the monitor's limits).
 //! * `samples(t, server_id, up, players, max_players, ping_us, map, name)`: one row per server per round (keyed by
 //!   time, so that retention deletes a range; a round's rows are appended together), kept
 //!   [`Retention::samples_days`] days; `map` and `name` are NULL when they are those of the server's previous sample
@@ -12,35 +13,43 @@
 //!   when they leave `samples`, kept [`Retention::hourly_days`] days.
 //! * `sightings(name, server_id, first_seen, last_seen, present)`: one row per stint of a name on a server
 //!   (written when it begins and ends, and every ten minutes in between).
-//! * `events(id, t, type, server_id, data)`: the change feed, ids increasing across restarts.
+//! * `events(id, t, type, server_id, data)`: the change feed, ids increasing across restarts; `data` holds only
+//!   the event's own fields ([`EventDetail`]): the server is the row `server_id` refers to.
 //!
-//! Times are Unix seconds. [`Writer`] owns the connection on its own thread: the event loop hands it a [`Batch`] per
-//! round through a channel and hears back ([`Written`]) through another, with a `mio::Waker` nudge, so that no turn
-//! of the loop waits for the disk. A batch that fails (full disk, read-only file, a lock) stays queued and is tried
-//! again with the next one or after [`RETRY`]; the queue is bounded ([`MAX_QUEUED_BATCHES`]), the oldest batch is
-//! dropped past it and counted. Each batch is one transaction, so `kill -9` loses at most the batch being written
-//! and never leaves half of one.
+//! Times are Unix seconds. The schema has ordered migrations ([`MIGRATIONS`]) from every earlier version; a
+//! database written by a newer bzhead is refused ([`OpenError::Newer`]). The files are created `0600`.
+//!
+//! [`Database`] owns the connection and is moved into each write job on the reactor's worker (its own lane, so a
+//! stalled disk never holds up other work) and back with the job's result; [`WriteQueue`] holds the rounds not
+//! written yet, bounded in bytes ([`DEFAULT_MAX_QUEUED_BYTES`]): past the bound the oldest rounds are dropped
+//! (their server rows and forgets folded into the next one), counted and logged. A batch that fails (full disk,
+//! read-only file, a lock) stays queued and is tried again with the next one or after [`RETRY`]. Each batch is
+//! one transaction, so `kill -9` loses at most the batch being written and never leaves half of one. The
+//! database is checked with `PRAGMA quick_check` at start and every [`CHECK_EVERY`] seconds, and before each
+//! write job the file is checked to still be the one opened: a database that disappears or fails the check is
+//! reported ([`Written::Unhealthy`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
 use tracing::{error, info, warn};
 
 /// The schema's `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 /// How long a failed batch waits before it is tried again (when no new batch comes first).
 pub const RETRY: Duration = Duration::from_secs(5);
-/// Most batches waiting while the database cannot be written; older ones are dropped (and counted).
-pub const MAX_QUEUED_BATCHES: usize = 120;
+/// Most bytes of rounds waiting while the database cannot be written (by [`Batch::bytes`]); older rounds are
+/// dropped past it (and counted).
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 32 << 20;
 /// How far back (seconds before the newest sample) a restart reads the servers' recent history.
 pub const HISTORY_WINDOW: i64 = 6 * 3600;
 /// Most recent events loaded at start for the change feed.
 pub const LOADED_EVENTS: usize = 10_000;
+/// Seconds between two `PRAGMA quick_check`s of the database.
+pub const CHECK_EVERY: i64 = 3600;
 
 /// How long history is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,21 +137,62 @@ pub struct Sighting {
     pub present: bool,
 }
 
-/// One change-feed event.
+/// One change-feed event: its server by (protocol, address), its own fields typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     /// Id (increasing).
     pub id: u64,
     /// Unix seconds.
     pub t: i64,
-    /// `server_up`, `server_down`, `player_joined`, `player_left`, `map_changed`, `name_changed`.
-    pub kind: String,
+    /// `server_up`, `server_down`, `player_joined`, `player_left`, `map_changed`, `name_changed`, `events_folded`.
+    pub kind: &'static str,
     /// Protocol of the server.
     pub protocol: String,
     /// Address of the server.
     pub address: String,
-    /// The event as one JSON object (what the feed sends).
-    pub json: String,
+    /// The event's own fields.
+    pub detail: EventDetail,
+}
+
+/// The event types, as stored and sent.
+pub const EVENT_KINDS: [&str; 7] =
+    ["server_up", "server_down", "player_joined", "player_left", "map_changed", "name_changed", "events_folded"];
+
+impl EventRow {
+    /// Bytes the event holds in memory (its strings and its fixed part), for the byte bounds.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<EventRow>() + self.protocol.len() + self.address.len() + self.detail.bytes()
+    }
+}
+
+/// An event's own fields (what `events.data` holds): each is present only for the types that have it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventDetail {
+    /// `player_joined`, `player_left`: the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player: Option<String>,
+    /// `player_left` because the server went down: `"server_down"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `map_changed`, `name_changed`: the old value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `map_changed`, `name_changed`: the new value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `server_down`: the last error kind (`null` when none is known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Option<String>>,
+    /// `events_folded`: how many events of the server's round it stands for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<u64>,
+}
+
+impl EventDetail {
+    fn bytes(&self) -> usize {
+        let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        len(&self.player) + len(&self.reason) + len(&self.from) + len(&self.to) + self.error.as_ref().map_or(0, len)
+    }
 }
 
 /// Everything one round writes, in one transaction.
@@ -160,6 +210,52 @@ pub struct Batch {
     pub sightings: Vec<Sighting>,
     /// Events.
     pub events: Vec<EventRow>,
+    /// Servers forgotten: their rows and history are deleted.
+    pub forget: Vec<Forgotten>,
+}
+
+/// A server forgotten (not seen for `forget_after`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forgotten {
+    /// Protocol.
+    pub protocol: String,
+    /// Address.
+    pub address: String,
+    /// When it was last seen.
+    pub last_seen: i64,
+}
+
+impl Batch {
+    /// Bytes the batch holds in memory (strings and fixed parts), for the write queue's bound.
+    pub fn bytes(&self) -> usize {
+        let o = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let servers: usize = self
+            .servers
+            .iter()
+            .map(|r| {
+                std::mem::size_of::<ServerRow>()
+                    + r.protocol.len()
+                    + r.address.len()
+                    + o(&r.name)
+                    + o(&r.map)
+                    + r.json.len()
+            })
+            .sum();
+        let samples: usize = self
+            .samples
+            .iter()
+            .map(|r| std::mem::size_of::<Sample>() + r.protocol.len() + r.address.len() + o(&r.name) + o(&r.map))
+            .sum();
+        let sightings: usize = self
+            .sightings
+            .iter()
+            .map(|r| std::mem::size_of::<Sighting>() + r.name.len() + r.protocol.len() + r.address.len())
+            .sum();
+        let events: usize = self.events.iter().map(EventRow::bytes).sum();
+        let forget: usize =
+            self.forget.iter().map(|f| std::mem::size_of::<Forgotten>() + f.protocol.len() + f.address.len()).sum();
+        std::mem::size_of::<Batch>() + servers + samples + sightings + events + forget
+    }
 }
 
 /// What the writer reports back.
@@ -181,7 +277,7 @@ pub enum Written {
         /// The error.
         error: String,
     },
-    /// A batch was dropped because too many waited.
+    /// A batch was dropped because the rounds waiting held too many bytes.
     Dropped {
         /// Its round.
         round: u64,
@@ -191,6 +287,13 @@ pub enum Written {
         /// Rows deleted.
         rows: u64,
     },
+    /// The database file disappeared (or was replaced) while running, or failed `PRAGMA quick_check`.
+    Unhealthy {
+        /// What is wrong.
+        error: String,
+    },
+    /// The database passed `PRAGMA quick_check`.
+    Healthy,
 }
 
 /// One sample as a restart reads it: (Unix time, answered, players).
@@ -211,22 +314,88 @@ pub struct Loaded {
     pub history: HashMap<(String, String), Vec<HistoryPoint>>,
 }
 
-/// Opens (creating or migrating) the database at `path` and sets WAL mode.
-pub fn open(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
+/// Why a database cannot be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// SQLite (or the file system) refused.
+    Sqlite(rusqlite::Error),
+    /// The file could not be created.
+    Io(std::io::Error),
+    /// The database was written by a newer bzhead (its schema version is above [`SCHEMA_VERSION`]).
+    Newer {
+        /// Its `user_version`.
+        found: i64,
+    },
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Sqlite(e) => write!(f, "{e}"),
+            OpenError::Io(e) => write!(f, "{e}"),
+            OpenError::Newer { found } => write!(
+                f,
+                "written by a newer bzhead (schema version {found}; this bzhead reads versions up to \
+                 {SCHEMA_VERSION}): not opened, so that nothing in it is lost; use a newer bzhead or another --db"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        OpenError::Sqlite(e)
+    }
+}
+
+/// Creates the database file `0600` when it is missing (SQLite gives its `-wal` and `-shm` files the same mode).
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Opens (creating or migrating) the database at `path` and sets WAL mode; refuses one written by a newer bzhead.
+pub fn open(path: &Path) -> Result<Connection, OpenError> {
+    create_private(path).map_err(OpenError::Io)?;
+    let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(2))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(OpenError::Newer { found: version });
+    }
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if version < SCHEMA_VERSION {
-        conn.execute_batch(SCHEMA)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-    }
+    migrate(&mut conn, version)?;
     Ok(conn)
 }
 
-const SCHEMA: &str = "
-BEGIN;
+/// Brings a database at schema `from` to [`SCHEMA_VERSION`], one migration after another, each in its own
+/// transaction with the version it reaches.
+fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
+    for &(version, sql) in MIGRATIONS {
+        if version <= from {
+            continue;
+        }
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+        info!(version, "monitor database: schema migrated");
+    }
+    Ok(())
+}
+
+/// The migrations, in order: (the version a migration reaches, its SQL). Version 1 is the first schema (a
+/// database without a version is empty or from before versions, and gets it with `IF NOT EXISTS`).
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, SCHEMA_V1), (2, MIGRATE_V2)];
+
+const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS servers (
     id INTEGER PRIMARY KEY,
     protocol TEXT NOT NULL,
@@ -281,7 +450,15 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_time ON events (t);
-COMMIT;
+";
+
+/// Version 2: an event's `data` holds only its own fields (the server is the row `server_id` refers to, its name
+/// no longer repeated in every event); forgetting a server finds its events and sightings by index.
+const MIGRATE_V2: &str = "
+UPDATE events SET data = json_remove(data, '$.id', '$.t', '$.type', '$.protocol', '$.address', '$.server')
+    WHERE json_valid(data);
+CREATE INDEX IF NOT EXISTS events_by_server ON events (server_id);
+CREATE INDEX IF NOT EXISTS sightings_by_server ON sightings (server_id);
 ";
 
 /// Reads what a restart needs: every server, up to `max_sightings` recent sightings, the last [`LOADED_EVENTS`]
@@ -341,9 +518,15 @@ pub fn load(conn: &Connection, max_sightings: usize, history_points: usize) -> r
         Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get(4)?))
     })?;
     for row in rows {
-        let (id, t, kind, sid, json) = row?;
-        let (protocol, address) = ids.get(&sid).cloned().unwrap_or_default();
-        out.events.push(EventRow { id: u64::try_from(id).unwrap_or(0), t, kind, protocol, address, json });
+        let (id, t, kind, sid, data): (i64, i64, String, i64, String) = row?;
+        // An event of a forgotten server or of an unknown type is not sent again.
+        let (Some((protocol, address)), Some(kind)) =
+            (ids.get(&sid).cloned(), EVENT_KINDS.iter().copied().find(|k| *k == kind))
+        else {
+            continue;
+        };
+        let detail = serde_json::from_str(&data).unwrap_or_default();
+        out.events.push(EventRow { id: u64::try_from(id).unwrap_or(0), t, kind, protocol, address, detail });
     }
     out.events.reverse();
     let max_id: Option<i64> = conn.query_row("SELECT max(id) FROM events", [], |r| r.get(0)).optional()?.flatten();
@@ -450,11 +633,33 @@ pub fn write_batch(conn: &mut Connection, ids: &mut Ids, b: &Batch) -> rusqlite:
         )?;
         for e in &b.events {
             let id = id_of(&e.protocol, &e.address)?.unwrap_or(0);
-            ev.execute(params![i64::try_from(e.id).unwrap_or(i64::MAX), e.t, e.kind, id, e.json])?;
+            let data = serde_json::to_string(&e.detail).unwrap_or_else(|_| "{}".to_owned());
+            ev.execute(params![i64::try_from(e.id).unwrap_or(i64::MAX), e.t, e.kind, id, data])?;
             rows += 1;
+        }
+        for f in &b.forget {
+            let Some(id) = id_of(&f.protocol, &f.address)? else { continue };
+            for sql in [
+                "DELETE FROM servers WHERE id = ?1",
+                "DELETE FROM hourly WHERE server_id = ?1",
+                "DELETE FROM sightings WHERE server_id = ?1",
+                "DELETE FROM events WHERE server_id = ?1",
+            ] {
+                rows += tx.prepare_cached(sql)?.execute([id])? as u64;
+            }
+            // Its samples are all from before it was last seen: a range of the time-keyed table (empty when
+            // retention already took them).
+            rows += tx
+                .prepare_cached("DELETE FROM samples WHERE t <= ?2 AND server_id = ?1")?
+                .execute(params![id, f.last_seen])? as u64;
         }
     }
     tx.commit()?;
+    for f in &b.forget {
+        if let Some(a) = ids.get_mut(&f.protocol) {
+            a.remove(&f.address);
+        }
+    }
     Ok(rows)
 }
 
@@ -481,148 +686,258 @@ pub fn prune(conn: &mut Connection, retention: Retention, now: i64) -> rusqlite:
     Ok(n as u64)
 }
 
-/// The writer thread's handle: send batches, hear back through [`Writer::try_recv`].
-pub struct Writer {
-    tx: Option<Sender<Batch>>,
-    rx: Receiver<Written>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for Writer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Writer").finish_non_exhaustive()
-    }
-}
-
-/// Called by the writer thread after each report (e.g. a `mio::Waker`'s `wake`).
-pub type Notify = Arc<dyn Fn() + Send + Sync>;
-
-impl Writer {
-    /// Starts the writer thread on the database at `path` (opened there; an error to open it is reported like a
-    /// write error and retried). `now` gives Unix seconds (for retention); prune runs at start and hourly.
-    pub fn start(path: PathBuf, retention: Retention, now: fn() -> i64, notify: Notify) -> std::io::Result<Writer> {
-        let (tx, brx) = mpsc::channel::<Batch>();
-        let (wtx, rx) = mpsc::channel::<Written>();
-        let thread = std::thread::Builder::new()
-            .name("monitor-db".into())
-            .spawn(move || writer_loop(&path, retention, now, &brx, &wtx, &notify))?;
-        Ok(Writer { tx: Some(tx), rx, thread: Some(thread) })
-    }
-
-    /// Queues a batch (never blocks).
-    pub fn send(&self, b: Batch) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(b);
-        }
-    }
-
-    /// The next report, if any.
-    pub fn try_recv(&self) -> Option<Written> {
-        self.rx.try_recv().ok()
-    }
-
-    /// Stops the thread after it wrote what it can (one last try for a failed batch).
-    pub fn close(&mut self) {
-        self.tx.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        self.close();
-    }
-}
-
-fn writer_loop(
-    path: &Path,
+/// The database as the write jobs use it: the connection (opened with the first job), the cache of server ids,
+/// when retention and `quick_check` last ran, and the file's identity (to notice it disappear). Moved into each job
+/// on the worker and back with its [`WriteDone`]; never used on the event loop.
+pub struct Database {
+    path: PathBuf,
     retention: Retention,
     now: fn() -> i64,
-    rx: &Receiver<Batch>,
-    tx: &Sender<Written>,
-    notify: &Notify,
-) {
-    let report = |w: Written| {
-        let _ = tx.send(w);
-        notify();
-    };
-    let mut conn: Option<Connection> = None;
-    let mut ids = Ids::new();
-    let mut queue: VecDeque<Batch> = VecDeque::new();
-    let mut last_prune: Option<i64> = None;
-    let mut closing = false;
-    loop {
-        let wait = if queue.is_empty() { Duration::from_secs(600) } else { RETRY };
-        match rx.recv_timeout(wait) {
-            Ok(b) => {
-                queue.push_back(b);
-                // Take whatever else is waiting, so a backlog is written in one go.
-                while let Ok(b) = rx.try_recv() {
-                    queue.push_back(b);
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => closing = true,
+    conn: Option<Connection>,
+    ids: Ids,
+    last_prune: Option<i64>,
+    last_check: Option<i64>,
+    /// (device, inode) of the file opened.
+    identity: Option<(u64, u64)>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// What a write job gives back: the database, the batches it could not write (oldest first), its reports.
+#[derive(Debug)]
+pub struct WriteDone {
+    /// The database, for the next job.
+    pub db: Box<Database>,
+    /// Batches not written (they go back to the front of the queue).
+    pub unwritten: Vec<Batch>,
+    /// What happened, in order.
+    pub reports: Vec<Written>,
+}
+
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Database {
+    /// The database at `path` (opened by the first job; an error to open it is reported like a write error and
+    /// tried again). `now` gives Unix seconds (for retention, which runs at start and hourly).
+    pub fn new(path: PathBuf, retention: Retention, now: fn() -> i64) -> Database {
+        Database {
+            path,
+            retention,
+            now,
+            conn: None,
+            ids: Ids::new(),
+            last_prune: None,
+            last_check: None,
+            identity: None,
         }
-        while queue.len() > MAX_QUEUED_BATCHES {
-            if let Some(b) = queue.pop_front() {
-                warn!(round = b.round, "database writes are behind: a round's history is dropped");
-                report(Written::Dropped { round: b.round });
-            }
-        }
-        if conn.is_none() {
-            match open(path) {
+    }
+
+    /// Writes `batches` (oldest first), one transaction each, until one fails; prunes and checks the database when
+    /// due. Blocking: a job for the worker.
+    pub fn write(mut self: Box<Self>, batches: Vec<Batch>) -> WriteDone {
+        let mut reports = Vec::new();
+        self.check_file(&mut reports);
+        if self.conn.is_none() {
+            match open(&self.path) {
                 Ok(c) => {
-                    ids.clear();
-                    conn = Some(c);
+                    self.ids.clear();
+                    self.identity = identity(&self.path);
+                    self.conn = Some(c);
                 }
                 Err(e) => {
-                    let error = format!("cannot open the database {}: {e}", path.display());
+                    let error = format!("cannot open the database {}: {e}", self.path.display());
                     error!(%error, "monitor database");
-                    if let Some(b) = queue.front() {
-                        report(Written::Failed { round: b.round, error });
+                    if let Some(b) = batches.first() {
+                        reports.push(Written::Failed { round: b.round, error });
                     }
+                    return WriteDone { db: self, unwritten: batches, reports };
                 }
             }
         }
-        if let Some(c) = conn.as_mut() {
-            while let Some(b) = queue.front() {
-                let started = std::time::Instant::now();
-                match write_batch(c, &mut ids, b) {
-                    Ok(rows) => {
-                        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        report(Written::Committed { round: b.round, rows, micros });
-                        queue.pop_front();
-                    }
-                    Err(e) => {
-                        let error = format!("cannot write to the database {}: {e}", path.display());
-                        error!(%error, round = b.round, "monitor database");
-                        report(Written::Failed { round: b.round, error });
-                        // The cached ids may belong to a rolled-back transaction.
-                        ids.clear();
-                        break;
-                    }
-                }
+        let mut unwritten = Vec::new();
+        let mut failed = false;
+        for b in batches {
+            if failed {
+                unwritten.push(b);
+                continue;
             }
-            let t = now();
-            if queue.is_empty() && last_prune.is_none_or(|p| t - p >= 3600) {
-                last_prune = Some(t);
-                match prune(c, retention, t) {
-                    Ok(rows) => {
-                        if rows > 0 {
-                            info!(rows, "monitor database: old history pruned");
-                        }
-                        report(Written::Pruned { rows });
-                    }
-                    Err(e) => warn!(error = %e, "monitor database: pruning failed"),
+            let Some(c) = self.conn.as_mut() else {
+                unwritten.push(b);
+                continue;
+            };
+            let started = std::time::Instant::now();
+            match write_batch(c, &mut self.ids, &b) {
+                Ok(rows) => {
+                    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    reports.push(Written::Committed { round: b.round, rows, micros });
+                }
+                Err(e) => {
+                    let error = format!("cannot write to the database {}: {e}", self.path.display());
+                    error!(%error, round = b.round, "monitor database");
+                    reports.push(Written::Failed { round: b.round, error });
+                    // The cached ids may belong to a rolled-back transaction.
+                    self.ids.clear();
+                    failed = true;
+                    unwritten.push(b);
                 }
             }
         }
-        if closing {
+        if !failed {
+            self.maintain(&mut reports);
+        }
+        WriteDone { db: self, unwritten, reports }
+    }
+
+    /// Notices a database file that disappeared or was replaced: reported, and a new one opened (the history
+    /// goes on in it).
+    fn check_file(&mut self, reports: &mut Vec<Written>) {
+        if self.conn.is_none() {
             return;
         }
+        let now = identity(&self.path);
+        if now.is_none() || now != self.identity {
+            let error = format!(
+                "the database {} {} while running; its history is not in the new file",
+                self.path.display(),
+                if now.is_none() { "disappeared" } else { "was replaced" }
+            );
+            error!(%error, "monitor database");
+            reports.push(Written::Unhealthy { error });
+            self.conn = None;
+            self.ids.clear();
+            self.last_check = None;
+        }
+    }
+
+    /// Retention (hourly) and `PRAGMA quick_check` (at start and every [`CHECK_EVERY`] seconds).
+    fn maintain(&mut self, reports: &mut Vec<Written>) {
+        let t = (self.now)();
+        let Some(c) = self.conn.as_mut() else { return };
+        if self.last_check.is_none_or(|p| t - p >= CHECK_EVERY) {
+            self.last_check = Some(t);
+            match quick_check(c) {
+                Ok(()) => reports.push(Written::Healthy),
+                Err(error) => {
+                    let error = format!("the database {} failed its check: {error}", self.path.display());
+                    error!(%error, "monitor database");
+                    reports.push(Written::Unhealthy { error });
+                }
+            }
+        }
+        if self.last_prune.is_none_or(|p| t - p >= 3600) {
+            self.last_prune = Some(t);
+            match prune(c, self.retention, t) {
+                Ok(rows) => {
+                    if rows > 0 {
+                        info!(rows, "monitor database: old history pruned");
+                    }
+                    reports.push(Written::Pruned { rows });
+                }
+                Err(e) => warn!(error = %e, "monitor database: pruning failed"),
+            }
+        }
+    }
+}
+
+/// `PRAGMA quick_check`: `Ok` when it says `ok`, else its first lines (or the error that stopped it).
+pub fn quick_check(conn: &Connection) -> Result<(), String> {
+    let mut st = conn.prepare("PRAGMA quick_check(5)").map_err(|e| e.to_string())?;
+    let lines: Vec<String> =
+        st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| e.to_string())?.filter_map(Result::ok).collect();
+    if lines.len() == 1 && lines[0] == "ok" {
+        Ok(())
+    } else {
+        Err(lines.join("; "))
+    }
+}
+
+/// The rounds waiting to be written, bounded in bytes ([`Batch::bytes`]). Sans-IO: the command moves batches
+/// from here into write jobs and back.
+#[derive(Debug)]
+pub struct WriteQueue {
+    batches: VecDeque<Batch>,
+    bytes: usize,
+    max_bytes: usize,
+    /// Rounds dropped so far.
+    dropped: u64,
+}
+
+impl WriteQueue {
+    /// An empty queue holding at most `max_bytes` (the newest round is always kept).
+    pub fn new(max_bytes: usize) -> WriteQueue {
+        WriteQueue { batches: VecDeque::new(), bytes: 0, max_bytes, dropped: 0 }
+    }
+
+    /// Queues a round; returns the rounds dropped to stay within the bound (oldest first). A dropped round's
+    /// server rows and forgets are folded into the round after it (its samples, sightings and events are lost).
+    pub fn push(&mut self, b: Batch) -> Vec<u64> {
+        self.bytes += b.bytes();
+        self.batches.push_back(b);
+        let mut dropped = Vec::new();
+        while self.bytes > self.max_bytes && self.batches.len() > 1 {
+            let Some(old) = self.batches.pop_front() else { break };
+            self.bytes = self.bytes.saturating_sub(old.bytes());
+            if let Some(next) = self.batches.front_mut() {
+                self.bytes = self.bytes.saturating_sub(next.bytes());
+                let have: HashSet<(&str, &str)> =
+                    next.servers.iter().map(|r| (r.protocol.as_str(), r.address.as_str())).collect();
+                let carried: Vec<ServerRow> = old
+                    .servers
+                    .into_iter()
+                    .filter(|r| !have.contains(&(r.protocol.as_str(), r.address.as_str())))
+                    .collect();
+                next.servers.splice(0..0, carried);
+                next.forget.splice(0..0, old.forget);
+                self.bytes += next.bytes();
+            }
+            warn!(
+                round = old.round,
+                queued_bytes = self.bytes,
+                "database writes are behind: a round's history is dropped"
+            );
+            self.dropped += 1;
+            dropped.push(old.round);
+        }
+        dropped
+    }
+
+    /// Takes every queued round (for one write job).
+    pub fn take(&mut self) -> Vec<Batch> {
+        self.bytes = 0;
+        self.batches.drain(..).collect()
+    }
+
+    /// Puts back the rounds a job could not write, before any queued since; returns the rounds dropped then.
+    pub fn put_back(&mut self, unwritten: Vec<Batch>) -> Vec<u64> {
+        let newer: Vec<Batch> = self.batches.drain(..).collect();
+        self.bytes = 0;
+        let mut dropped = Vec::new();
+        for b in unwritten.into_iter().chain(newer) {
+            dropped.extend(self.push(b));
+        }
+        dropped
+    }
+
+    /// Rounds waiting.
+    pub fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// True when no round waits.
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// Bytes waiting.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -674,11 +989,12 @@ mod tests {
             events: vec![EventRow {
                 id: event_id,
                 t,
-                kind: "player_joined".into(),
+                kind: "player_joined",
                 protocol: "quake3".into(),
                 address: "127.0.0.1:27960".into(),
-                json: "{}".into(),
+                detail: EventDetail { player: Some("bob".into()), ..EventDetail::default() },
             }],
+            forget: Vec::new(),
         }
     }
 
@@ -742,38 +1058,139 @@ mod tests {
         // read-only file, and must succeed once the lock is gone.
         let holder = Connection::open(&p).unwrap();
         holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
-        let (ntx, nrx) = mpsc::channel::<()>();
-        let ntx = std::sync::Mutex::new(ntx);
-        let notify: Notify = Arc::new(move || {
-            let _ = ntx.lock().map(|t| t.send(()));
+        let db = Box::new(Database::new(p.clone(), Retention::default(), || 1_000_000));
+        let mut q = WriteQueue::new(DEFAULT_MAX_QUEUED_BYTES);
+        assert!(q.push(batch(1, 100, 1)).is_empty());
+        let done = db.write(q.take());
+        let failed = done.reports.iter().find_map(|r| match r {
+            Written::Failed { round: 1, error } => Some(error.clone()),
+            _ => None,
         });
-        let mut w = Writer::start(p.clone(), Retention::default(), || 1_000_000, notify).unwrap();
-        w.send(batch(1, 100, 1));
-        let mut failed = None;
-        while failed.is_none() && nrx.recv_timeout(Duration::from_secs(20)).is_ok() {
-            while let Some(r) = w.try_recv() {
-                if let Written::Failed { round: 1, error } = r {
-                    failed = Some(error);
-                }
-            }
-        }
         let failed = failed.expect("no failure reported");
         assert!(failed.contains("locked"), "{failed}");
+        assert_eq!(done.unwritten.len(), 1);
         holder.execute_batch("COMMIT").unwrap();
         drop(holder);
-        w.send(batch(2, 160, 2));
-        let mut committed = Vec::new();
-        while committed.len() < 2 && nrx.recv_timeout(Duration::from_secs(20)).is_ok() {
-            while let Some(r) = w.try_recv() {
-                if let Written::Committed { round, .. } = r {
-                    committed.push(round);
-                }
-            }
-        }
+        q.push(batch(2, 160, 2));
+        assert!(q.put_back(done.unwritten).is_empty());
+        let done = done.db.write(q.take());
+        let committed: Vec<u64> = done
+            .reports
+            .iter()
+            .filter_map(|r| match r {
+                Written::Committed { round, .. } => Some(*round),
+                _ => None,
+            })
+            .collect();
         assert_eq!(committed, [1, 2]);
-        w.close();
+        assert!(done.reports.contains(&Written::Healthy));
+        drop(done);
         let c = open(&p).unwrap();
-        assert_eq!(load(&c, 10, 10).unwrap().next_event_id, 3);
+        let l = load(&c, 10, 10).unwrap();
+        assert_eq!(l.next_event_id, 3);
+        assert_eq!(l.events[0].detail.player.as_deref(), Some("bob"));
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn the_write_queue_is_bounded_in_bytes_and_keeps_the_server_rows() {
+        let one = batch(1, 100, 1).bytes();
+        let mut q = WriteQueue::new(one * 3);
+        let mut dropped = Vec::new();
+        for r in 1..=10u64 {
+            let mut b = batch(r, 100 + r as i64, r);
+            if r == 1 {
+                b.servers[0].address = "127.0.0.1:1".into();
+            }
+            dropped.extend(q.push(b));
+            assert!(q.bytes() <= one * 3 + 64, "{} > {}", q.bytes(), one * 3);
+        }
+        assert_eq!(dropped.len(), 10 - q.len());
+        assert!(q.len() >= 2);
+        // The dropped first round's server row went on with the next round.
+        let rows: Vec<String> = q.take().into_iter().flat_map(|b| b.servers).map(|s| s.address).collect();
+        assert!(rows.contains(&"127.0.0.1:1".to_owned()), "{rows:?}");
+    }
+
+    #[test]
+    fn migrations_bring_a_version_1_database_up_and_a_newer_one_is_refused() {
+        let p = temp_db("migrate");
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(SCHEMA_V1).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+            c.execute_batch(
+                "INSERT INTO servers (id, protocol, address, first_seen, last_seen, last_ok, up, json) \
+                 VALUES (1, 'quake3', '127.0.0.1:27960', 1, 2, 2, 1, '{}'); \
+                 INSERT INTO events (id, t, type, server_id, data) VALUES (7, 2, 'player_joined', 1, \
+                 '{\"id\":7,\"t\":2,\"type\":\"player_joined\",\"protocol\":\"quake3\",\
+                 \"address\":\"127.0.0.1:27960\",\"server\":\"a long name\",\"player\":\"bob\"}');",
+            )
+            .unwrap();
+        }
+        let c = open(&p).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let data: String = c.query_row("SELECT data FROM events", [], |r| r.get(0)).unwrap();
+        assert_eq!(data, "{\"player\":\"bob\"}");
+        let l = load(&c, 10, 10).unwrap();
+        assert_eq!((l.events[0].kind, l.next_event_id), ("player_joined", 8));
+        c.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
+        drop(c);
+        let e = open(&p).unwrap_err();
+        assert!(matches!(e, OpenError::Newer { found } if found == SCHEMA_VERSION + 1), "{e}");
+        assert!(e.to_string().contains("newer bzhead"), "{e}");
+        // Refused without a change: its version is still the newer one.
+        let c = Connection::open(&p).unwrap();
+        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION + 1);
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn database_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let p = temp_db("mode");
+        let mut c = open(&p).unwrap();
+        write_batch(&mut c, &mut Ids::new(), &batch(1, 100, 1)).unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let f = PathBuf::from(format!("{}{suffix}", p.display()));
+            let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode & 0o077, 0, "{} is {mode:o}", f.display());
+        }
+        drop(c);
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn a_database_that_disappears_or_fails_its_check_is_reported() {
+        let p = temp_db("gone");
+        let db = Box::new(Database::new(p.clone(), Retention::default(), || 1_000_000));
+        let done = db.write(vec![batch(1, 100, 1)]);
+        assert!(done.reports.contains(&Written::Healthy), "{:?}", done.reports);
+        std::fs::remove_file(&p).unwrap();
+        let done = done.db.write(vec![batch(2, 160, 2)]);
+        assert!(
+            done.reports.iter().any(|r| matches!(r, Written::Unhealthy { error } if error.contains("disappeared"))),
+            "{:?}",
+            done.reports
+        );
+        // Writing goes on in a new file.
+        assert!(done.reports.iter().any(|r| matches!(r, Written::Committed { round: 2, .. })));
+        drop(done);
+        // A page of the file overwritten: quick_check says so.
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;").unwrap();
+        drop(c);
+        let mut bytes = std::fs::read(&p).unwrap();
+        let page = 4096;
+        assert!(bytes.len() >= 3 * page);
+        for b in &mut bytes[page + 8..2 * page] {
+            *b = 0x5a;
+        }
+        std::fs::write(&p, &bytes).unwrap();
+        let c = Connection::open(&p).unwrap();
+        assert!(quick_check(&c).is_err());
         let _ = std::fs::remove_file(&p);
     }
 }

@@ -8,7 +8,8 @@
 //! * [`scan`]: the scheduler ([`scan::Scan`]): concurrency, a global send rate, per-server pace, timeouts, ping,
 //!   demultiplexing by source address, master expansion. Sans-IO: the [`crate::reactor::Reactor`] drives it over
 //!   one UDP socket per address family, next to BZFlag sessions on the same poll.
-//! * [`result`]: the result shape every protocol's answer is printed in.
+//! * [`result`]: the result shape every protocol's answer is printed in; [`bzflag`]: the built-in protocol's answer
+//!   in it.
 //! * [`targets`]: addresses with default ports, list files.
 //! * `addr` (private): the scanner's address keys, in one normal form, and their cheap keyed hasher.
 //! * [`filter`]: what a scan takes from a master's list (special-use addresses, ports per host).
@@ -24,6 +25,8 @@
 mod addr;
 #[forbid(unsafe_code)]
 pub mod builtin;
+#[forbid(unsafe_code)]
+pub mod bzflag;
 #[forbid(unsafe_code)]
 pub mod filter;
 #[forbid(unsafe_code)]

@@ -497,6 +497,17 @@ impl Scan {
         self.stats
     }
 
+    /// Changes the send rate and burst of a running scan (a driver that paces a round by its size once masters
+    /// expanded it); tokens already in the bucket stay, up to the new burst.
+    pub fn set_rate(&mut self, now: Instant, rate: u32, burst: u32) {
+        self.bucket.refill(now);
+        self.config.rate = rate.max(1);
+        self.config.burst = burst.max(1);
+        self.bucket.rate = f64::from(self.config.rate);
+        self.bucket.burst = f64::from(self.config.burst);
+        self.bucket.tokens = self.bucket.tokens.min(self.bucket.burst);
+    }
+
     /// Targets waiting to start.
     pub fn pending(&self) -> usize {
         self.pending.len()

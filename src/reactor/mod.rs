@@ -54,7 +54,7 @@ mod worker;
 pub use clock::{Clock, TIME_SCALE_RANGE};
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
-pub use worker::{JobId, JobPanicked, JobResult};
+pub use worker::{JobId, JobPanicked, JobResult, Lane};
 
 /// Time allowed for a TCP connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -105,6 +105,8 @@ pub enum Source {
 pub struct SessionOptions {
     /// Write a recording of the session here.
     pub record: Option<PathBuf>,
+    /// Write a BZFlag `.rec` recording of the session here ([`crate::record::RecWriter`]).
+    pub rec: Option<PathBuf>,
     /// Use this world cache (None: no cache).
     pub cache: Option<WorldCache>,
     /// Cap on the recording's size in bytes (None: [`crate::record::DEFAULT_MAX_RECORD_BYTES`]); past it the
@@ -265,6 +267,13 @@ impl Reactor {
         self.worker.submit(job)
     }
 
+    /// Runs `job` on the worker's `lane` (a thread of its own: a job that may block, such as a database write or
+    /// an HTTP fetch, never holds up the main lane's). Its result comes back through [`Reactor::poll_job`] like
+    /// those of [`Reactor::submit`].
+    pub fn submit_on(&mut self, lane: Lane, job: impl FnOnce() -> JobResult + Send + 'static) -> JobId {
+        self.worker.submit_on(lane, job)
+    }
+
     /// A finished job of [`Reactor::submit`] (a job that panicked gives [`JobPanicked`]).
     pub fn poll_job(&mut self) -> Option<(JobId, JobResult)> {
         self.jobs_done.pop_front()
@@ -299,14 +308,13 @@ impl Reactor {
         options: SessionOptions,
     ) -> io::Result<SessionId> {
         let now = self.clock.now();
-        let recorder = match &options.record {
-            Some(p) => Some(
-                Recorder::create(p, &Meta::new(&server.to_string(), &config), now)
-                    .map_err(|e| io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display())))?
-                    .with_max_bytes(options.record_max_bytes.unwrap_or(crate::record::DEFAULT_MAX_RECORD_BYTES)),
-            ),
-            None => None,
-        };
+        let recorder = Recorder::open(
+            options.record.as_deref(),
+            options.rec.as_deref(),
+            &Meta::new(&server.to_string(), &config),
+            now,
+            options.record_max_bytes.unwrap_or(crate::record::DEFAULT_MAX_RECORD_BYTES),
+        )?;
         let mut tcp = TcpStream::connect(server)?;
         let _ = tcp.set_nodelay(true);
         let entry = self.conns.vacant_entry();

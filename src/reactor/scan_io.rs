@@ -316,7 +316,7 @@ impl Reactor {
             Event::QueryResult { game, teams, players } => {
                 owner.answered = true;
                 let rtt = c.connected_at.map(|t| t.saturating_duration_since(c.started));
-                Some((Ok(crate::bzflag::server_info::answer(&game, &teams, &players)), rtt))
+                Some((Ok(crate::query::bzflag::answer(&game, &teams, &players)), rtt))
             }
             Event::Closed { .. } if !owner.answered => {
                 owner.answered = true;

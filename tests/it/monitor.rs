@@ -43,11 +43,12 @@ pub(crate) fn monitor_command(db: &Path, http: SocketAddr, plugins: &TempDir, ex
 pub(crate) struct MonitorProc {
     child: Child,
     pub(crate) http: SocketAddr,
-    log: OutputBuf,
+    pub(crate) log: OutputBuf,
 }
 
 impl MonitorProc {
-    fn start(db: &Path, plugins: &TempDir, extra: &[String]) -> MonitorProc {
+    /// Starts `bzhead monitor` on `db` with the plugins of `plugins`, its API on a free port, and `extra`.
+    pub(crate) fn start(db: &Path, plugins: &TempDir, extra: &[String]) -> MonitorProc {
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
         MonitorProc::spawn(monitor_command(db, http, plugins, extra), http)
     }
@@ -68,7 +69,8 @@ impl MonitorProc {
         m
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    /// `GET path`: status and body.
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         http_get(self.http, path, &[])
     }
 
@@ -550,7 +552,8 @@ fn verify_join_joins_a_real_bzfs_as_an_observer_and_reports_it() {
 }
 
 /// A metric's value in a Prometheus text exposition.
-fn metric(text: &str, name: &str) -> Option<f64> {
+/// A sample's value in a Prometheus exposition.
+pub(crate) fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
 }

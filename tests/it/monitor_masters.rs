@@ -344,7 +344,7 @@ impl Monitor {
         loop {
             let mut s = std::net::TcpStream::connect_timeout(&self.http, WAIT).unwrap();
             s.set_read_timeout(Some(WAIT)).unwrap();
-            write!(s, "GET /api/servers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+            write!(s, "GET /api/servers HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.http).unwrap();
             let mut text = String::new();
             let _ = s.read_to_string(&mut text);
             let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);

@@ -338,7 +338,7 @@ fn one_event_of_each_kind() -> Vec<Event> {
         Event::Warning { message: s("skipped a malformed message") },
         Event::Kicked { reason: s("kicked by the server") },
         Event::QueryResult { game: QueryGameInfo::default(), teams: vec![team], players: vec![player] },
-        Event::Closed { reason: s("left the game"), exit_code: 0 },
+        Event::Closed { reason: bzhead::bzflag::session::SessionEnd::Left },
     ]
 }
 

@@ -154,6 +154,7 @@ impl Message for ClientMsg {
     fn parse(code: u16, body: &[u8]) -> Result<ClientMsg, DecodeError> {
         let mut r = Reader::new(body);
         let name = crate::bzflag::consts::code_name(code).unwrap_or("unknown message");
+        super::check_payload_len(body).map_err(|e| e.context(name))?;
         let m = parse_inner(code, &mut r).map_err(|e| e.context(name))?;
         r.expect_end().map_err(|e| e.context(name))?;
         Ok(m)

@@ -65,7 +65,8 @@ pub fn write_frame(out: &mut Vec<u8>, code: u16, body: &[u8]) {
 /// Reassembles the TCP byte stream into frames with bounded memory.
 ///
 /// At most one partial message (≤ [`MAX_PACKET_LEN`] bytes) stays buffered between calls; complete frames are
-/// handed out as soon as they are whole.
+/// handed out as soon as they are whole. Once drained, it keeps at most [`FRAME_BUFFER_KEPT`] bytes of capacity
+/// (a large read, such as the burst after a join, is not held for the rest of the session).
 #[derive(Debug, Default)]
 pub struct FrameBuffer {
     buf: Vec<u8>,
@@ -73,18 +74,30 @@ pub struct FrameBuffer {
     failed: Option<FrameError>,
 }
 
+/// The capacity a drained [`FrameBuffer`] keeps (a hundred observers in one process each held the largest read
+/// they had seen, 10 KB on average).
+pub const FRAME_BUFFER_KEPT: usize = 4 * MAX_PACKET_LEN;
+
 impl FrameBuffer {
     /// An empty buffer.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Empties the buffer, giving back capacity above [`FRAME_BUFFER_KEPT`].
+    fn drained(&mut self) {
+        self.buf.clear();
+        self.start = 0;
+        if self.buf.capacity() > FRAME_BUFFER_KEPT {
+            self.buf.shrink_to(FRAME_BUFFER_KEPT);
+        }
+    }
+
     /// Appends received bytes. Call [`FrameBuffer::next_frame`] until it returns `Ok(None)` before pushing
     /// more, so that the buffer never holds more than one partial message plus one read.
     pub fn push(&mut self, data: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
+            self.drained();
         } else if self.start > MAX_PACKET_LEN {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -117,8 +130,7 @@ impl FrameBuffer {
                 let body = body.to_vec();
                 self.start += 4 + len;
                 if self.start == self.buf.len() {
-                    self.buf.clear();
-                    self.start = 0;
+                    self.drained();
                 }
                 Ok(Some((code, body)))
             }
@@ -176,9 +188,23 @@ pub fn describe_code(code: u16) -> String {
     }
 }
 
+/// Refuses a payload longer than one frame carries ([`MAX_PAYLOAD_LEN`]), whatever the message kind: a message
+/// parsed from such a body could not be written again unchanged ([`write_frame`] cuts it), and no peer may send one
+/// ([`FrameBuffer`] already refuses the length on the TCP stream; a datagram's frames are checked here).
+fn check_payload_len(body: &[u8]) -> Result<(), DecodeError> {
+    if body.len() > MAX_PAYLOAD_LEN {
+        return Err(DecodeError::new(
+            DecodeErrorKind::TooLong { field: "message body", max: MAX_PAYLOAD_LEN, got: body.len() },
+            MAX_PAYLOAD_LEN,
+        ));
+    }
+    Ok(())
+}
+
 /// Common interface of [`ServerMsg`] and [`ClientMsg`].
 pub trait Message: Sized {
-    /// Parses the payload of a frame with code `code`. Unknown codes give `Ok(Unknown)`.
+    /// Parses the payload of a frame with code `code`. Unknown codes give `Ok(Unknown)`. A payload over
+    /// [`MAX_PAYLOAD_LEN`] bytes is refused for every code (`TooLong`, field `"message body"`).
     fn parse(code: u16, body: &[u8]) -> Result<Self, DecodeError>;
     /// The message code.
     fn code(&self) -> u16;

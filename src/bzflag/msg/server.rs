@@ -349,6 +349,7 @@ impl Message for ServerMsg {
     fn parse(code: u16, body: &[u8]) -> Result<ServerMsg, DecodeError> {
         let mut r = Reader::new(body);
         let name = crate::bzflag::consts::code_name(code).unwrap_or("unknown message");
+        super::check_payload_len(body).map_err(|e| e.context(name))?;
         let m = parse_inner(code, &mut r).map_err(|e| e.context(name))?;
         // Every layout is exact; bytes left over mean we misread the message (the session reports it as a
         // protocol warning and skips the message).

@@ -412,3 +412,95 @@ fn set_var_keeps_to_one_message_and_parses_back() {
         other => panic!("{other:?}"),
     }
 }
+
+/// True when `e` is the refusal of a payload over one frame.
+fn is_payload_too_long(e: &DecodeError) -> bool {
+    matches!(e.kind, DecodeErrorKind::TooLong { field: "message body", max, got } if max == MAX_PAYLOAD_LEN && got > max)
+}
+
+#[test]
+fn every_kind_refuses_a_payload_over_one_frame() {
+    let mut codes: Vec<u16> = all_server_msgs().iter().map(Message::code).collect();
+    codes.extend(all_client_msgs().iter().map(Message::code));
+    codes.extend([0x7a7a, 0, u16::MAX]); // unknown codes too
+    for code in codes {
+        for body in [vec![0u8; MAX_PAYLOAD_LEN + 1], vec![b'x'; MAX_PAYLOAD_LEN + 1], vec![0u8; 65_535]] {
+            let e = ServerMsg::parse(code, &body).expect_err("server message over one frame");
+            assert!(is_payload_too_long(&e), "{}: {e:?}", describe_code(code));
+            let e = ClientMsg::parse(code, &body).expect_err("client message over one frame");
+            assert!(is_payload_too_long(&e), "{}: {e:?}", describe_code(code));
+        }
+        // At the limit the length is no reason to refuse (the layout may still be).
+        let body = vec![0u8; MAX_PAYLOAD_LEN];
+        if let Err(e) = ServerMsg::parse(code, &body) {
+            assert!(!is_payload_too_long(&e), "{}: {e:?}", describe_code(code));
+        }
+        if let Err(e) = ClientMsg::parse(code, &body) {
+            assert!(!is_payload_too_long(&e), "{}: {e:?}", describe_code(code));
+        }
+    }
+}
+
+#[test]
+fn a_full_frame_parses_and_one_byte_more_does_not() {
+    // Bodies that parse at exactly MAX_PAYLOAD_LEN, and the same layouts one byte longer (which would otherwise
+    // parse too, and be cut when written again).
+    let set_var = |last_value: usize| {
+        let vars = [("n".repeat(255), "v".repeat(255)), ("m".repeat(255), "w".repeat(last_value))];
+        let mut w = Writer::with_capacity(MAX_PAYLOAD_LEN + 1);
+        w.u16(2);
+        for (n, v) in &vars {
+            w.u8(n.len() as u8).bytes(n.as_bytes()).u8(v.len() as u8).bytes(v.as_bytes());
+        }
+        w.as_slice().to_vec()
+    };
+    let text = |len: usize| {
+        let mut b = ServerMsg::Message { from: 253, to: 254, kind: 0, text: String::new() }.encode()[4..].to_vec();
+        b.resize(len, b'a');
+        b
+    };
+    type BodyOfLen = Box<dyn Fn(usize) -> Vec<u8>>;
+    let cases: [(u16, BodyOfLen); 3] = [
+        // Count, one variable of 2 + 255 + 255 bytes, and one of 2 + 255 + the rest.
+        (code::SET_VAR, Box::new(move |n| set_var(n - (2 + 512 + 257)))),
+        (code::MESSAGE, Box::new(text)),
+        (0x7a7a, Box::new(|n| vec![7u8; n])),
+    ];
+    for (code, body) in &cases {
+        let full = body(MAX_PAYLOAD_LEN);
+        assert_eq!(full.len(), MAX_PAYLOAD_LEN);
+        let m = ServerMsg::parse(*code, &full).unwrap_or_else(|e| panic!("{}: {e:?}", describe_code(*code)));
+        if *code != code::MESSAGE {
+            // (A text is written up to its NUL; the rest of that body is padding.)
+            assert_eq!(m.encode()[4..], full[..], "{} is written again unchanged", describe_code(*code));
+        }
+        let over = body(MAX_PAYLOAD_LEN + 1);
+        assert_eq!(over.len(), MAX_PAYLOAD_LEN + 1);
+        let e = ServerMsg::parse(*code, &over).expect_err("one byte over");
+        assert!(is_payload_too_long(&e), "{}: {e:?}", describe_code(*code));
+        assert_eq!(e.context, Some(crate::bzflag::consts::code_name(*code).unwrap_or("unknown message")));
+    }
+    assert!(matches!(ClientMsg::parse(0x7a7a, &[1; MAX_PAYLOAD_LEN]), Ok(ClientMsg::Unknown { .. })));
+}
+
+#[test]
+fn a_drained_frame_buffer_gives_back_a_large_read() {
+    // One 64 KiB read of whole messages (the burst after a join), then the small reads of a game.
+    let chat = ServerMsg::Message { from: 253, to: 254, kind: 0, text: "x".repeat(100) }.encode();
+    let burst: Vec<u8> = chat.iter().copied().cycle().take(chat.len() * (64 * 1024 / chat.len())).collect();
+    let mut fb = FrameBuffer::new();
+    fb.push(&burst);
+    assert!(fb.buf.capacity() >= burst.len());
+    let mut n = 0;
+    while let Some((code, _)) = fb.next_frame().unwrap() {
+        assert_eq!(code, code::MESSAGE);
+        n += 1;
+    }
+    assert_eq!(n, burst.len() / chat.len());
+    assert!(fb.buf.capacity() <= FRAME_BUFFER_KEPT, "{}", fb.buf.capacity());
+    // A partial message is kept across the shrink.
+    fb.push(&chat[..10]);
+    assert_eq!(fb.next_frame(), Ok(None));
+    fb.push(&chat[10..]);
+    assert!(matches!(fb.next_frame(), Ok(Some((code::MESSAGE, _)))));
+}

@@ -54,23 +54,6 @@ pub enum SessionEnd {
     Protocol(ProtocolError),
 }
 
-impl SessionEnd {
-    /// The documented process exit code for this end: 0 clean leave, 3 cannot connect, 4 rejected, 5 kicked or
-    /// superkilled, 6 protocol error (incl. a server that closes or stalls).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SessionEnd::Left => 0,
-            SessionEnd::ConnectFailed(_) => 3,
-            SessionEnd::Rejected { .. } | SessionEnd::ServerFull => 4,
-            SessionEnd::Kicked { .. } => 5,
-            SessionEnd::Shutdown
-            | SessionEnd::ServerClosed { .. }
-            | SessionEnd::Timeout { .. }
-            | SessionEnd::Protocol(_) => 6,
-        }
-    }
-}
-
 impl fmt::Display for SessionEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

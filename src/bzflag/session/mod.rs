@@ -82,7 +82,8 @@ pub struct SessionConfig {
     /// Once joined, skip other players' updates and shots without parsing them (no [`Event::Update`],
     /// [`Event::ShotBegin`] or [`Event::ShotEnd`], nothing kept in [`Game::players`]' `last_update` or
     /// [`Game::shots`]): for a robot whose owner follows the game through another session (the bots' shared
-    /// observer link), so that a hundred robots do not each decode every relay.
+    /// observer link), or an observer whose events nobody prints (`observe --count` but the first), so that a
+    /// hundred of them do not each decode every relay.
     pub lean: bool,
 }
 
@@ -232,8 +233,9 @@ pub struct Session {
     idle_timeout: Option<Duration>,
     /// When the last whole message arrived (TCP or UDP).
     last_heard: Option<Instant>,
-    /// Per-player network figures, fed by every player update.
+    /// Per-player network figures, fed by every player update (while [`Session::set_net_stats`] keeps them).
     netstats: NetStats,
+    net_stats_on: bool,
     /// Until when server lines that read like a `/lagstats` reply answer our [`Session::request_lag_stats`].
     lagstats_until: Option<Instant>,
     /// The server refused us `/lagstats` (no permission): not asked again.
@@ -241,6 +243,10 @@ pub struct Session {
     /// When the `/lagstats` awaiting its first reply line was sent (for [`NetStats::command_rtt_ms`]).
     lagstats_asked: Option<Instant>,
 }
+
+/// The room for events a drained [`Session::poll_event`] queue keeps (a hundred observers in one process each
+/// held the room of their join's burst, about 14 KB).
+pub const EVENTS_KEPT: usize = 16;
 
 /// How long after [`Session::request_lag_stats`] the reply's lines are taken (and not reported as chat).
 pub const LAGSTATS_REPLY_WINDOW: Duration = Duration::from_secs(5);
@@ -280,6 +286,7 @@ impl Session {
             idle_timeout,
             last_heard: None,
             netstats: NetStats::new(),
+            net_stats_on: true,
             lagstats_until: None,
             lagstats_denied: false,
             lagstats_asked: None,
@@ -329,6 +336,18 @@ impl Session {
     pub fn world_hash(&self) -> Option<&str> {
         self.world_hash.as_deref()
     }
+    /// Whether per-player network figures are kept ([`Session::net_stats`]; on by default). They cost a few KiB
+    /// per player that sends updates and a little time per update; a session whose figures nobody reads (the
+    /// observers of `observe --count` but the first, or without `--netstats`) turns them off, and they stay empty
+    /// (but for `/lagstats` replies to [`Session::request_lag_stats`]).
+    pub fn set_net_stats(&mut self, on: bool) {
+        self.net_stats_on = on;
+        if !on {
+            for id in self.netstats.ids() {
+                self.netstats.on_leave(id);
+            }
+        }
+    }
     /// Per-player network diagnostics (update rate, jitter, dead-reckoning error, lag): see
     /// [`super::netstats`]. Read it with [`NetStats::snapshot`] or [`NetStats::player`] at the current time.
     pub fn net_stats(&self) -> &NetStats {
@@ -351,8 +370,15 @@ impl Session {
         self.transmits.pop_front()
     }
     /// Next event.
+    ///
+    /// Once drained, the queue keeps room for at most [`EVENTS_KEPT`] events: the burst of a join (an event per
+    /// player, flag and team) is not held for the rest of the session.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let e = self.events.pop_front();
+        if e.is_none() && self.events.capacity() > EVENTS_KEPT {
+            self.events.shrink_to(EVENTS_KEPT);
+        }
+        e
     }
     /// Next request to the world cache.
     pub fn poll_world_request(&mut self) -> Option<WorldRequest> {
@@ -655,7 +681,7 @@ impl Session {
             SessionEnd::Kicked { reason } => self.events.push_back(Event::Kicked { reason: reason.clone() }),
             _ => {}
         }
-        self.events.push_back(Event::Closed { reason: end.to_string(), exit_code: end.exit_code() });
+        self.events.push_back(Event::Closed { reason: end.clone() });
         self.end = Some(end);
     }
 
@@ -973,7 +999,13 @@ impl Session {
                 p.team_kills = team_kills;
                 p.callsign = callsign.clone();
                 p.motto = motto.clone();
-                self.netstats.on_join(id);
+                // Observers send no updates: no figures kept for them (a hundred observers each knowing a hundred
+                // others would keep ten thousand empty tracks).
+                if self.net_stats_on && team != Team::Observer {
+                    self.netstats.on_join(id);
+                } else {
+                    self.netstats.on_leave(id);
+                }
                 self.events.push_back(Event::Join { id, callsign, team, player_type, motto, wins, losses, team_kills });
             }
             M::RemovePlayer { id } => {
@@ -1237,7 +1269,7 @@ impl Session {
 
     /// A player's update: kept (and reported) when it is newer than the last one kept.
     fn on_player_update(&mut self, now: Instant, u: super::msg::PlayerUpdate) {
-        if self.game.players.contains_key(&u.id) {
+        if self.net_stats_on && self.game.players.contains_key(&u.id) {
             self.netstats.on_update(now, &u);
         }
         let accepted = match self.game.players.get_mut(&u.id) {

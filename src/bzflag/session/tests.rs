@@ -86,8 +86,9 @@ impl Drive {
         self.tcp.last().expect("something was sent")
     }
 
+    /// The exit code the command line gives the end (the engine itself has none).
     fn end_code(&self) -> Option<i32> {
-        self.s.end().map(|e| e.exit_code())
+        self.s.end().map(|e| i32::from(crate::observer::exit::of(e)))
     }
 }
 
@@ -578,6 +579,25 @@ fn world_only_sessions_close_once_the_world_is_verified() {
     assert_eq!(d.end_code(), Some(0));
 }
 
+/// Player `id`'s first update: alive, standing at (3, 0, 0).
+fn alive_update(id: u8) -> crate::bzflag::msg::PlayerUpdate {
+    crate::bzflag::msg::PlayerUpdate {
+        small: false,
+        timestamp: 1.0,
+        id,
+        order: 1,
+        status: PlayerStatus::ALIVE,
+        pos: [3.0, 0.0, 0.0],
+        vel: [0.0; 3],
+        azimuth: 0.0,
+        ang_vel: 0.0,
+        jump_jets: 0.0,
+        phydrv: -1,
+        user_inputs: (0.0, 0.0),
+        sounds: 0,
+    }
+}
+
 #[test]
 fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
     for lean in [false, true] {
@@ -594,22 +614,7 @@ fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
             callsign: "alice".into(),
             motto: "".into(),
         });
-        let u = crate::bzflag::msg::PlayerUpdate {
-            small: false,
-            timestamp: 1.0,
-            id: 1,
-            order: 1,
-            status: PlayerStatus::ALIVE,
-            pos: [3.0, 0.0, 0.0],
-            vel: [0.0; 3],
-            azimuth: 0.0,
-            ang_vel: 0.0,
-            jump_jets: 0.0,
-            phydrv: -1,
-            user_inputs: (0.0, 0.0),
-            sounds: 0,
-        };
-        d.send(ServerMsg::PlayerUpdate(u));
+        d.send(ServerMsg::PlayerUpdate(alive_update(1)));
         let shot = crate::bzflag::msg::FiringInfo {
             time_sent: 0.0,
             shooter: 1,
@@ -630,6 +635,43 @@ fn lean_sessions_skip_relayed_updates_and_shots_but_keep_the_rest() {
         // Everything else still arrives.
         assert!(d.events.iter().any(|e| matches!(e, Event::Kill { victim: 1, .. })), "lean {lean}");
         assert_eq!(d.s.warnings(), 0);
+    }
+}
+
+#[test]
+fn observers_keep_no_network_figures_and_a_drained_queue_gives_back_the_join_burst() {
+    for net_stats in [true, false] {
+        let mut d = Drive::new(SessionConfig { full_join: false, udp: false, ..SessionConfig::default() });
+        d.s.set_net_stats(net_stats);
+        d.hello(0);
+        d.send(ServerMsg::Accept { id: 0 });
+        // A crowd of observers, and one tank: one read, a burst of events.
+        let mut burst = Vec::new();
+        for id in 1..=120u8 {
+            let team = if id == 120 { Team::Red } else { Team::Observer };
+            let m = ServerMsg::AddPlayer {
+                id,
+                player_type: PlayerType::Tank,
+                team,
+                wins: 0,
+                losses: 0,
+                team_kills: 0,
+                callsign: format!("p{id}"),
+                motto: "".into(),
+            };
+            burst.extend(m.encode());
+        }
+        d.s.handle_tcp(d.now, &burst);
+        assert!(d.s.events.capacity() >= 120);
+        d.drain();
+        assert_eq!(d.events.iter().filter(|e| matches!(e, Event::Join { .. })).count(), 120);
+        assert!(d.s.events.capacity() <= EVENTS_KEPT, "{}", d.s.events.capacity());
+        // Figures for the tank only, and none at all when they are off.
+        assert_eq!(d.s.net_stats().ids(), if net_stats { vec![120] } else { vec![] });
+        d.send(ServerMsg::PlayerUpdate(alive_update(120)));
+        assert!(d.events.iter().any(|e| matches!(e, Event::Update(_))), "the update is still reported");
+        let updates = d.s.net_stats().player(120, d.now).map(|p| p.updates);
+        assert_eq!(updates, net_stats.then_some(1), "net_stats {net_stats}");
     }
 }
 

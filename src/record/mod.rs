@@ -31,6 +31,13 @@ use crate::bzflag::consts::{PlayerType, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::session::{ConnectError, Session, SessionConfig};
 
+pub mod rec;
+pub mod rec_writer;
+pub mod summary;
+
+pub use rec::{is_rec, replay_rec, RecHeader, RecPacket, RecReader};
+pub use rec_writer::RecWriter;
+
 /// The first 8 bytes of a recording.
 pub const MAGIC: &[u8; 8] = b"BZHREC01";
 /// The largest record accepted when reading (a world blob fits many times over).
@@ -172,7 +179,10 @@ impl Meta {
 /// they never disturb the session.
 #[derive(Debug)]
 pub struct Recorder {
-    out: BufWriter<File>,
+    /// The bzhead recording (`--record`), if asked for.
+    out: Option<BufWriter<File>>,
+    /// The BZFlag `.rec` recording (`--rec`), if asked for.
+    rec: Option<RecWriter>,
     start: Instant,
     error: Option<io::Error>,
     written: u64,
@@ -188,7 +198,8 @@ impl Recorder {
         let mut out = BufWriter::new(File::create(path)?);
         out.write_all(MAGIC)?;
         let mut r = Recorder {
-            out,
+            out: Some(out),
+            rec: None,
             start,
             error: None,
             written: MAGIC.len() as u64,
@@ -204,9 +215,42 @@ impl Recorder {
         Ok(r)
     }
 
+    /// The recorders a session asked for: a bzhead recording at `record`, a BZFlag `.rec` at `rec`, either or
+    /// both (`None` when neither), each capped at `max_bytes`. Errors name the file that could not be created.
+    pub fn open(
+        record: Option<&Path>,
+        rec: Option<&Path>,
+        meta: &Meta,
+        start: Instant,
+        max_bytes: u64,
+    ) -> io::Result<Option<Recorder>> {
+        let named = |p: &Path, e: io::Error| {
+            io::Error::new(e.kind(), format!("cannot write the recording {}: {e}", p.display()))
+        };
+        let mut r = match record {
+            Some(p) => Recorder::create(p, meta, start).map_err(|e| named(p, e))?,
+            None if rec.is_some() => Recorder {
+                out: None,
+                rec: None,
+                start,
+                error: None,
+                written: 0,
+                max_bytes,
+                stopped: None,
+                is_stopped: false,
+            },
+            None => return Ok(None),
+        };
+        if let Some(p) = rec {
+            r.rec = Some(RecWriter::create(p, meta, start).map_err(|e| named(p, e))?.with_max_bytes(max_bytes));
+        }
+        Ok(Some(r.with_max_bytes(max_bytes)))
+    }
+
     /// This recorder with another cap on the file's size (in bytes).
     pub fn with_max_bytes(mut self, max_bytes: u64) -> Recorder {
         self.max_bytes = max_bytes;
+        self.rec = self.rec.map(|r| r.with_max_bytes(max_bytes));
         self
     }
 
@@ -222,6 +266,19 @@ impl Recorder {
 
     /// Appends one record (nothing once the cap was reached or a write failed).
     pub fn record(&mut self, kind: Kind, now: Instant, data: &[u8]) {
+        if let Some(rec) = &mut self.rec {
+            let was = rec.is_stopped();
+            rec.record(kind, now, data);
+            if rec.is_stopped() && !was {
+                self.stopped = Some(format!(
+                    "the .rec recording reached its size cap of {} bytes ({} MiB) and stopped; the session goes on \
+                     (--record-max-mib sets the cap)",
+                    self.max_bytes,
+                    self.max_bytes >> 20
+                ));
+            }
+        }
+        let Some(out) = &mut self.out else { return };
         if self.error.is_some() || self.is_stopped {
             return;
         }
@@ -233,7 +290,7 @@ impl Recorder {
                 self.max_bytes,
                 self.max_bytes >> 20
             ));
-            let _ = self.out.flush();
+            let _ = out.flush();
             return;
         }
         self.written += size;
@@ -242,17 +299,24 @@ impl Recorder {
         head[0] = kind as u8;
         head[1..9].copy_from_slice(&t.to_be_bytes());
         head[9..13].copy_from_slice(&(data.len() as u32).to_be_bytes());
-        if let Err(e) = self.out.write_all(&head).and_then(|_| self.out.write_all(data)) {
+        if let Err(e) = out.write_all(&head).and_then(|_| out.write_all(data)) {
             self.error = Some(e);
         }
     }
 
     /// Flushes; returns the first write error, if any.
     pub fn finish(&mut self) -> io::Result<()> {
+        let rec = match &mut self.rec {
+            Some(r) => r.finish(Instant::now()),
+            None => Ok(()),
+        };
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        self.out.flush()
+        if let Some(out) = &mut self.out {
+            out.flush()?;
+        }
+        rec
     }
 }
 
@@ -280,7 +344,7 @@ impl std::fmt::Display for RecordError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RecordError::Io(e) => write!(f, "cannot read the recording: {e}"),
-            RecordError::Format(e) => write!(f, "not a valid bzhead recording: {e}"),
+            RecordError::Format(e) => write!(f, "not a valid recording: {e}"),
         }
     }
 }
@@ -386,16 +450,21 @@ impl<R: Read> Iterator for RecordReader<R> {
 
 /// Fills `buf`; false when the input ended before the first byte or in the middle (a cut file).
 fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
+    Ok(read_up_to(input, buf)? == buf.len())
+}
+
+/// Reads into `buf` until it is full or the input ends; how many bytes came.
+pub(crate) fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match input.read(&mut buf[got..]) {
-            Ok(0) => return Ok(false),
+            Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(got)
 }
 
 /// [`read_records`] on bytes in memory.
