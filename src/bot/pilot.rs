@@ -20,7 +20,7 @@ use super::{BotEvent, Control};
 use crate::bzflag::consts::{kill_reason, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::game::Game;
-use crate::bzflag::msg::ClientMsg;
+use crate::bzflag::msg::{ClientMsg, PlayerUpdate};
 use crate::bzflag::play::hit::{hit_messages, run_over_by, EndShotCredit, Roller};
 use crate::bzflag::play::physics::flag;
 use crate::bzflag::play::{
@@ -29,6 +29,7 @@ use crate::bzflag::play::{
 };
 use crate::bzflag::session::team_of_flag;
 use crate::bzflag::world::WorldModel;
+use crate::wire::{Reader, Writer};
 
 /// Counts of what a bot did, for its owner and for benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -299,14 +300,22 @@ impl Pilot {
                 self.out.extend(grabs);
             }
             if clock - self.last_capture > 0.25 {
-                if let Some(m) = self.flags.capture(&self.tank, self.team, world) {
+                if self.flags.capture(&self.tank, self.team, world).is_some() {
                     // bzfs checks a capture against the position of our last update (`captureFlag`, bzfs.cxx):
                     // updates go out only when dead reckoning drifts (§9.3), so the last one was usually sent
                     // before we reached the base, and the server logged "might have tried to capture ... without
-                    // reaching their own base". An update first puts us on the base in the server's eyes.
-                    self.update_now(sh, me);
-                    self.out.push(m);
-                    self.last_capture = clock;
+                    // reaching their own base". An update first puts us on the base in the server's eyes, and we
+                    // capture only where the server will see us: the small update truncates positions towards
+                    // zero in steps of 0.02, which can put a tank just inside a base's edge on the edge (outside
+                    // for bzfs); the capture then waits a tick or two until we are further in.
+                    let upd = self.update_now(sh, me);
+                    let mut seen = self.tank.clone();
+                    seen.pos = as_server_sees(&upd).unwrap_or(seen.pos);
+                    self.out.push(upd);
+                    if let Some(m) = self.flags.capture(&seen, self.team, world) {
+                        self.out.push(m);
+                        self.last_capture = clock;
+                    }
                 }
             }
             if let Some(m) = self.flags.tick(dt, &self.tank) {
@@ -321,7 +330,8 @@ impl Pilot {
             if fire && self.tank.can_fire() {
                 let muzzle = self.tank.muzzle(self.team);
                 if let Ok(info) = self.gun.fire(clock, me, &muzzle, phys) {
-                    self.update_now(sh, me);
+                    let upd = self.update_now(sh, me);
+                    self.out.push(upd);
                     let shot = ClientMsg::ShotBegin(info);
                     self.credit.record(&shot, self.tank.flag);
                     self.out.push(shot);
@@ -346,14 +356,14 @@ impl Pilot {
         }
     }
 
-    /// An update of our tank as it is, sent whatever the send rule says: before a shot or a capture, which the
+    /// An update of our tank as it is, to send whatever the send rule says: before a shot or a capture, which the
     /// server checks against our last update.
-    fn update_now(&mut self, sh: &Shared<'_>, me: u8) {
+    fn update_now(&mut self, sh: &Shared<'_>, me: u8) -> ClientMsg {
         let state = self.tank.own_state();
         let upd = self.updates.before_shot(sh.now, me, sh.clock, &state, sh.phys, &sh.world.physics_drivers);
         self.tank.take_sounds();
         self.stats.updates += 1;
-        self.out.push(upd);
+        upd
     }
 
     fn send_all(&mut self, msgs: Vec<ClientMsg>) {
@@ -444,6 +454,16 @@ impl Pilot {
 /// `MsgShotBegin`, for our own shots a round trip after we fired: on a busy machine that delay put the start of a
 /// shot fired at full speed ahead inside our own tank (the muzzle is only 0.1 units outside its hit sphere plus
 /// the height difference), and the bot blew itself up with its own shot. Guided missiles turn, and are tested.
+/// Where the server will see our tank after `update`: its position written and read back in the update's form
+/// (the small form quantizes it). `None` for anything else.
+fn as_server_sees(update: &ClientMsg) -> Option<Vec3> {
+    let ClientMsg::PlayerUpdate(u) = update else { return None };
+    let mut w = Writer::new();
+    u.write(&mut w);
+    let back = PlayerUpdate::read(&mut Reader::new(w.as_slice()), u.small).ok()?;
+    Some(Vec3::from_array(back.pos))
+}
+
 fn own_first_leg(s: &LiveShot, me: u8, age: f32) -> bool {
     s.shooter == me && s.kind != ShotKind::GuidedMissile && s.segments.first().is_some_and(|g| age < g.t1)
 }
@@ -474,6 +494,32 @@ fn distance_to_segment(p: Vec3, a: Vec3, b: Vec3) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The small update truncates towards zero in steps of 0.02: a tank at x = -105.01 (inside a base whose edge
+    /// is at -105) is at -105 for the server, on the edge, which bzfs counts as outside.
+    #[test]
+    fn the_server_sees_a_small_update_truncated_and_a_full_one_as_sent() {
+        let mut u = PlayerUpdate {
+            small: true,
+            timestamp: 1.0,
+            id: 1,
+            order: 1,
+            status: crate::bzflag::consts::PlayerStatus::ALIVE,
+            pos: [-105.01, 7.45, 0.0],
+            vel: [0.0; 3],
+            azimuth: 0.0,
+            ang_vel: 0.0,
+            jump_jets: 0.0,
+            phydrv: -1,
+            user_inputs: (0.0, 0.0),
+            sounds: 0,
+        };
+        let seen = as_server_sees(&ClientMsg::PlayerUpdate(u)).unwrap();
+        assert!((seen.x + 105.0).abs() < 1e-4 && (seen.y - 7.44).abs() < 1e-4, "{seen}");
+        u.small = false;
+        assert_eq!(as_server_sees(&ClientMsg::PlayerUpdate(u)), Some(Vec3::new(-105.01, 7.45, 0.0)));
+        assert_eq!(as_server_sees(&ClientMsg::Alive), None);
+    }
 
     #[test]
     fn our_own_shot_is_not_tested_against_us_until_it_ricochets() {
