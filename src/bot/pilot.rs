@@ -299,23 +299,21 @@ impl Pilot {
                 });
                 self.out.extend(grabs);
             }
-            if clock - self.last_capture > 0.25 {
-                if self.flags.capture(&self.tank, self.team, world).is_some() {
-                    // bzfs checks a capture against the position of our last update (`captureFlag`, bzfs.cxx):
-                    // updates go out only when dead reckoning drifts (§9.3), so the last one was usually sent
-                    // before we reached the base, and the server logged "might have tried to capture ... without
-                    // reaching their own base". An update first puts us on the base in the server's eyes, and we
-                    // capture only where the server will see us: the small update truncates positions towards
-                    // zero in steps of 0.02, which can put a tank just inside a base's edge on the edge (outside
-                    // for bzfs); the capture then waits a tick or two until we are further in.
-                    let upd = self.update_now(sh, me);
-                    let mut seen = self.tank.clone();
-                    seen.pos = as_server_sees(&upd).unwrap_or(seen.pos);
-                    self.out.push(upd);
-                    if let Some(m) = self.flags.capture(&seen, self.team, world) {
-                        self.out.push(m);
-                        self.last_capture = clock;
-                    }
+            if clock - self.last_capture > 0.25 && self.flags.capture(&self.tank, self.team, world).is_some() {
+                // bzfs checks a capture against the position of our last update (`captureFlag`, bzfs.cxx):
+                // updates go out only when dead reckoning drifts (§9.3), so the last one was usually sent
+                // before we reached the base, and the server logged "might have tried to capture ... without
+                // reaching their own base". An update first puts us on the base in the server's eyes, and we
+                // capture only where the server will see us: the small update truncates positions towards
+                // zero in steps of 0.02, which can put a tank just inside a base's edge on the edge (outside
+                // for bzfs); the capture then waits a tick or two until we are further in.
+                let upd = self.update_now(sh, me);
+                let mut seen = self.tank.clone();
+                seen.pos = as_server_sees(&upd).unwrap_or(seen.pos);
+                self.out.push(upd);
+                if let Some(m) = self.flags.capture(&seen, self.team, world) {
+                    self.out.push(m);
+                    self.last_capture = clock;
                 }
             }
             if let Some(m) = self.flags.tick(dt, &self.tank) {
