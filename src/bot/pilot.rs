@@ -20,16 +20,16 @@ use super::{BotEvent, Control};
 use crate::bzflag::consts::{kill_reason, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::game::Game;
-use crate::bzflag::msg::{ClientMsg, PlayerUpdate};
+use crate::bzflag::msg::ClientMsg;
 use crate::bzflag::play::hit::{hit_messages, run_over_by, EndShotCredit, Roller};
 use crate::bzflag::play::physics::flag;
+use crate::bzflag::play::updates::as_received;
 use crate::bzflag::play::{
     check_hits, Controls, FlagEffect, FlagRules, Gun, HitCandidate, LiveShot, Location, Physics, ShotKind, ShotTracker,
     Tank, UpdateSender,
 };
 use crate::bzflag::session::team_of_flag;
 use crate::bzflag::world::WorldModel;
-use crate::wire::{Reader, Writer};
 
 /// Counts of what a bot did, for its owner and for benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -452,14 +452,11 @@ impl Pilot {
 /// `MsgShotBegin`, for our own shots a round trip after we fired: on a busy machine that delay put the start of a
 /// shot fired at full speed ahead inside our own tank (the muzzle is only 0.1 units outside its hit sphere plus
 /// the height difference), and the bot blew itself up with its own shot. Guided missiles turn, and are tested.
-/// Where the server will see our tank after `update`: its position written and read back in the update's form
-/// (the small form quantizes it). `None` for anything else.
+/// Where the server will see our tank after `update` (the small form quantizes positions). `None` for anything
+/// else.
 fn as_server_sees(update: &ClientMsg) -> Option<Vec3> {
     let ClientMsg::PlayerUpdate(u) = update else { return None };
-    let mut w = Writer::new();
-    u.write(&mut w);
-    let back = PlayerUpdate::read(&mut Reader::new(w.as_slice()), u.small).ok()?;
-    Some(Vec3::from_array(back.pos))
+    Some(Vec3::from_array(as_received(u).pos))
 }
 
 fn own_first_leg(s: &LiveShot, me: u8, age: f32) -> bool {
@@ -497,21 +494,8 @@ mod tests {
     /// is at -105) is at -105 for the server, on the edge, which bzfs counts as outside.
     #[test]
     fn the_server_sees_a_small_update_truncated_and_a_full_one_as_sent() {
-        let mut u = PlayerUpdate {
-            small: true,
-            timestamp: 1.0,
-            id: 1,
-            order: 1,
-            status: crate::bzflag::consts::PlayerStatus::ALIVE,
-            pos: [-105.01, 7.45, 0.0],
-            vel: [0.0; 3],
-            azimuth: 0.0,
-            ang_vel: 0.0,
-            jump_jets: 0.0,
-            phydrv: -1,
-            user_inputs: (0.0, 0.0),
-            sounds: 0,
-        };
+        let mut u = crate::bot::aim::tests::update([-105.01, 7.45, 0.0], [0.0; 3], 0.0, 0.0);
+        u.small = true;
         let seen = as_server_sees(&ClientMsg::PlayerUpdate(u)).unwrap();
         assert!((seen.x + 105.0).abs() < 1e-4 && (seen.y - 7.44).abs() < 1e-4, "{seen}");
         u.small = false;

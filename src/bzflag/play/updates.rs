@@ -30,7 +30,7 @@ use crate::wire::{Reader, Writer};
 pub const MAX_UPDATE_TIME: f32 = 1.0;
 
 /// The update as a receiver decodes it (the small form's quantisation applied).
-fn as_received(u: &PlayerUpdate) -> PlayerUpdate {
+pub fn as_received(u: &PlayerUpdate) -> PlayerUpdate {
     let mut w = Writer::new();
     u.write(&mut w);
     let mut r = Reader::new(w.as_slice());
