@@ -22,6 +22,7 @@
 //! * [`cache`]: the on-disk world cache the reactor answers the engine's world requests from.
 //! * [`fetch`]: a server's world fetched with a world-only session (what the `world` command prints and draws).
 //! * [`text`]: text from peers made safe for a terminal (every text output goes through it).
+//! * [`bzrc`]: the BZRC text protocol of the BZRFlag course labs (sans-IO), which `bzhead bzrc` serves.
 //! * [`args`]: value parsers that refuse NaN, infinities and out-of-range numbers on the command line.
 //!
 //! The binary is a thin clap layer over these: `src/main.rs` parses and dispatches to one module per command in
@@ -52,6 +53,8 @@ pub mod args;
 pub mod bot;
 #[forbid(unsafe_code)]
 pub mod bzflag;
+#[forbid(unsafe_code)]
+pub mod bzrc;
 #[forbid(unsafe_code)]
 pub mod cache;
 #[forbid(unsafe_code)]
