@@ -155,7 +155,7 @@ fn picture(sh: &mut Shared, view: &View<'_>) {
     let mut others: Vec<(u8, OtherTank)> = view
         .tanks()
         .iter()
-        .filter_map(|t| {
+        .map(|t| {
             let color = color_of(t.team).unwrap_or("rogue");
             let flag = t.flag.and_then(team_of_flag).and_then(color_of).unwrap_or("-");
             let (x, y) =
@@ -169,7 +169,7 @@ fn picture(sh: &mut Shared, view: &View<'_>) {
                 y,
                 angle: f64::from(t.pose.azimuth),
             };
-            Some((t.id, o))
+            (t.id, o)
         })
         .collect();
     others.sort_by_key(|(id, _)| *id);

@@ -161,6 +161,21 @@ fn red(game: &Game) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], game.port))
 }
 
+/// Turns our tank to face east (the open side of red's base), so that it can drive a while.
+fn face_east(c: &mut Client) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, _, _, angle, ..) = c.me();
+        if angle.abs() < 0.05 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "cannot turn east (at {angle})");
+        assert!(c.command(&format!("angvel 0 {}", (-angle * 2.0).clamp(-1.0, 1.0))));
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert!(c.command("angvel 0 0"));
+}
+
 /// Waits until our tank is alive.
 fn wait_alive(c: &mut Client) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -229,6 +244,7 @@ fn a_course_client_plays_a_game() {
     assert_eq!(ones, 16, "the box's 16 cells");
 
     // Drive: the tank moves.
+    face_east(&mut c);
     let (_, x1, y1, ..) = c.me();
     assert!(c.command("speed 0 1"));
     std::thread::sleep(Duration::from_millis(1500));
@@ -337,6 +353,7 @@ fn bad_clients_get_fail_and_cannot_hurt_the_gateway() {
 
     // Drive, then drop the connection in the middle of a command: the tank stops and the port takes a new agent.
     wait_alive(&mut c);
+    face_east(&mut c);
     assert!(c.command("speed 0 1"));
     std::thread::sleep(Duration::from_millis(1000));
     let (.., vx, vy, _, _) = c.me();
@@ -347,4 +364,40 @@ fn bad_clients_get_fail_and_cannot_hurt_the_gateway() {
     std::thread::sleep(Duration::from_millis(1000));
     let (alive, _, _, _, vx, vy, _, _) = c.me();
     assert!(alive && vx.hypot(vy) < 1.0, "the tank still moves at {vx}, {vy} after its agent left");
+
+    // A client that sends and never reads: the gateway stops taking its lines once 64 KiB of answers wait, so its
+    // memory stays put however much the client sends (unbounded, a megabyte of `occgrid 0` would queue 250 MB).
+    drop(c);
+    let rss_before = rss_kib(game.gateway.id());
+    let mut c = Client::agent(red(&game));
+    c.w.set_nonblocking(true).expect("nonblocking");
+    let chunk = b"occgrid 0\n".repeat(1000);
+    let (mut sent, until) = (0usize, Instant::now() + Duration::from_secs(3));
+    while Instant::now() < until {
+        match c.w.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+    let grown = rss_kib(game.gateway.id()).saturating_sub(rss_before);
+    eprintln!("flood: {sent} bytes sent unread; gateway RSS {rss_before} KiB, grew {grown} KiB");
+    assert!(sent > 100_000, "only {sent} bytes sent");
+    assert!(grown < 16 * 1024, "the gateway grew by {grown} KiB while a client sent {sent} bytes and read none");
+    drop(c);
+    let mut c = Client::agent(red(&game));
+    c.send("timer");
+    c.ack("timer");
+    assert!(c.line().starts_with("timer "));
+}
+
+/// Resident memory of a process, KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
