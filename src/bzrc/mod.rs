@@ -149,6 +149,25 @@ pub struct Constants {
     pub explode_time: f64,
 }
 
+impl Default for Constants {
+    /// The reference server's values (its `constants` reply with the default world).
+    fn default() -> Self {
+        Constants {
+            world_size: 800.0,
+            tank_ang_vel: std::f64::consts::FRAC_PI_4,
+            tank_length: 6.0,
+            tank_radius: 4.32,
+            tank_speed: 25.0,
+            tank_width: 2.8,
+            shot_radius: 0.5,
+            shot_range: 350.0,
+            shot_speed: 100.0,
+            flag_radius: 2.5,
+            explode_time: 5.0,
+        }
+    }
+}
+
 /// What the gateway asks of the game: the picture the tanks see and their controls. Team colors are the
 /// reference's (`red`, `green`, `blue`, `purple`).
 pub trait Game {

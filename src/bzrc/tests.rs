@@ -50,19 +50,7 @@ impl Game for Fake {
         }]
     }
     fn constants(&self) -> Constants {
-        Constants {
-            world_size: 800.0,
-            tank_ang_vel: std::f64::consts::FRAC_PI_4,
-            tank_length: 6.0,
-            tank_radius: 4.32,
-            tank_speed: 25.0,
-            tank_width: 2.8,
-            shot_radius: 0.5,
-            shot_range: 350.0,
-            shot_speed: 100.0,
-            flag_radius: 2.5,
-            explode_time: 5.0,
-        }
+        Constants::default()
     }
     fn timer(&self) -> (f64, f64) {
         (6.943802, 300000.0)

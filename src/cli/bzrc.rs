@@ -293,19 +293,7 @@ impl bzrc::Game for GameView<'_> {
     }
 
     fn constants(&self) -> Constants {
-        self.shared.constants.unwrap_or(Constants {
-            world_size: 800.0,
-            tank_ang_vel: std::f64::consts::FRAC_PI_4,
-            tank_length: 6.0,
-            tank_radius: 4.32,
-            tank_speed: 25.0,
-            tank_width: 2.8,
-            shot_radius: 0.5,
-            shot_range: 350.0,
-            shot_speed: 100.0,
-            flag_radius: 2.5,
-            explode_time: 5.0,
-        })
+        self.shared.constants.unwrap_or_default()
     }
 
     fn timer(&self) -> (f64, f64) {
