@@ -9,7 +9,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use bzhead::bot::{Bot, BotConfig, BotHost, BotId, Control, HostConfig, ServerId, View};
+use bzhead::bot::{Bot, BotConfig, BotHost, BotId, Control, HostConfig, HostEvent, ServerId, View};
 use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::session::team_of_flag;
 use bzhead::bzflag::world::{Geometry, ObstacleKind, TankBox, WorldModel};
@@ -368,19 +368,21 @@ struct TeamSide {
 }
 
 /// Parses `TEAM=HOST:PORT` into the color and every address it resolves to.
-fn team_spec(s: &str) -> Result<(&'static str, Vec<SocketAddr>), String> {
-    let (team, addr) = s.split_once('=').ok_or_else(|| format!("--team {s:?}: expected TEAM=HOST:PORT"))?;
+/// `Err` is the exit code and the reason: usage, or an address that does not resolve.
+fn team_spec(s: &str) -> Result<(&'static str, Vec<SocketAddr>), (u8, String)> {
+    let usage = |why: String| (USAGE, why);
+    let (team, addr) = s.split_once('=').ok_or_else(|| usage(format!("--team {s:?}: expected TEAM=HOST:PORT")))?;
     let color = COLORS
         .iter()
         .map(|(c, _)| *c)
         .find(|c| c.eq_ignore_ascii_case(team.trim()))
-        .ok_or_else(|| format!("--team {s:?}: the team must be red, green, blue or purple"))?;
+        .ok_or_else(|| usage(format!("--team {s:?}: the team must be red, green, blue or purple")))?;
     let mut addrs: Vec<SocketAddr> =
-        addr.to_socket_addrs().map_err(|e| format!("--team {s:?}: cannot resolve {addr:?}: {e}"))?.collect();
+        addr.to_socket_addrs().map_err(|e| (CONNECT, format!("--team {s:?}: cannot resolve {addr:?}: {e}")))?.collect();
     addrs.sort();
     addrs.dedup();
     if addrs.is_empty() {
-        return Err(format!("--team {s:?}: {addr:?} resolves to no address"));
+        return Err((CONNECT, format!("--team {s:?}: {addr:?} resolves to no address")));
     }
     Ok((color, addrs))
 }
@@ -399,9 +401,9 @@ pub fn run(a: BzrcArgs) -> u8 {
                 return USAGE;
             }
             Ok(s) => specs.push(s),
-            Err(e) => {
-                eprintln!("bzhead: {e}");
-                return USAGE;
+            Err((code, why)) => {
+                eprintln!("bzhead: {why}");
+                return code;
             }
         }
     }
@@ -421,6 +423,7 @@ pub fn run(a: BzrcArgs) -> u8 {
     };
     let shared = Rc::new(RefCell::new(Shared::default()));
     let mut sides = Vec::new();
+    let mut names = HashMap::new();
     let limits = LineLimits { max_connections: 2, ..LineLimits::default() };
     for (color, addrs) in &specs {
         let mut listeners = Vec::new();
@@ -450,6 +453,7 @@ pub fn run(a: BzrcArgs) -> u8 {
                 seed: u64::from(i) + 1,
             };
             let id = host.add_bot(server, config, Box::new(bot));
+            names.insert(id, format!("{color}{i}"));
             *cell.borrow_mut() = Some(id);
             shared.borrow_mut().slots.insert(id, Slot { color, ..Slot::default() });
             bots.push(id);
@@ -465,12 +469,24 @@ pub fn run(a: BzrcArgs) -> u8 {
     let mut seed = a.seed;
     let mut leaving: Option<Instant> = None;
     let mut out = String::new();
+    let mut code = OK;
     loop {
         if let Err(e) = host.turn(Some(Duration::from_millis(100))) {
             eprintln!("bzhead: event loop failed: {e}");
             return PROTOCOL;
         }
-        while host.poll_event().is_some() {}
+        while let Some(ev) = host.poll_event() {
+            if let HostEvent::Bot { bot, at, event } = ev {
+                let name = names.get(&bot).map_or("?", String::as_str);
+                eprintln!("{}", super::bot::bot_line(at.saturating_duration_since(start), name, &event, false));
+            }
+        }
+        if let Some((c, why)) = super::bot::all_stopped(&host).filter(|_| leaving.is_none()) {
+            eprintln!("bzhead: every tank stopped: {}", bzhead::text::for_terminal(&why));
+            code = c;
+            host.leave_all();
+            leaving = Some(Instant::now());
+        }
         while let Some(ev) = host.reactor().poll_line_event() {
             match ev {
                 LineEvent::Accepted { listener, conn, peer } => {
@@ -545,7 +561,7 @@ pub fn run(a: BzrcArgs) -> u8 {
             }
         }
     }
-    OK
+    code
 }
 
 /// Every team's total (1000 per capture, as the reference) and the time limit.
