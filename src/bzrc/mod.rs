@@ -191,8 +191,9 @@ pub trait Game {
     fn timer(&self) -> (f64, f64);
     /// A team's total score.
     fn score(&self, team: &str) -> f64;
-    /// Whether the world cell `[x, x+1) × [y, y+1)` is occupied at ground level.
-    fn occupied(&self, x: i32, y: i32) -> bool;
+    /// Whether each world cell `[x, x+1) × [y, y+1)` of the window from (`x0`, `y0`), `cols` × `rows` cells, is
+    /// occupied at ground level: column-major (`(x − x0) × rows + (y − y0)`), `cols × rows` values.
+    fn occupancy(&self, x0: i32, y0: i32, cols: i32, rows: i32) -> Vec<bool>;
     /// Sets the goal speed of tank `tank` of `team` (a fraction of the most, clamped to [−1, 1]).
     fn speed(&mut self, team: &str, tank: usize, v: f64);
     /// Sets the goal turn rate of tank `tank` of `team` (a fraction of the most, clamped to [−1, 1]).
@@ -522,9 +523,10 @@ impl Agent {
         let (cols, rows) = ((x1 - x0).max(0), (y1 - y0).max(0));
         out.push_str(&format!("begin\nat {x0},{y0}\nsize {cols}x{rows}\n"));
         let (tp, tn) = (self.noise.true_positive, self.noise.true_negative);
-        for x in x0..x0 + cols {
-            for y in y0..y0 + rows {
-                let truth = game.occupied(x, y);
+        let truth = game.occupancy(x0, y0, cols, rows);
+        for x in 0..cols {
+            for y in 0..rows {
+                let truth = usize::try_from(x * rows + y).ok().and_then(|i| truth.get(i)).copied().unwrap_or(false);
                 let p_one = if truth { tp } else { 1.0 - tn };
                 let one = if p_one >= 1.0 {
                     true

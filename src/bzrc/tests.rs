@@ -62,8 +62,10 @@ impl Game for Fake {
             0.01
         }
     }
-    fn occupied(&self, x: i32, y: i32) -> bool {
-        (-342..-338).contains(&x) && (-10..10).contains(&y)
+    fn occupancy(&self, x0: i32, y0: i32, cols: i32, rows: i32) -> Vec<bool> {
+        (x0..x0 + cols)
+            .flat_map(|x| (y0..y0 + rows).map(move |y| (-342..-338).contains(&x) && (-10..10).contains(&y)))
+            .collect()
     }
     fn speed(&mut self, _team: &str, tank: usize, v: f64) {
         self.speeds.push((tank, v));

@@ -53,6 +53,12 @@ pub struct BzrcArgs {
     seed: u64,
 }
 
+/// Lines of one agent answered per event-loop turn, so that a pipelining agent never holds up the tanks' ticks.
+const LINES_PER_TURN: usize = 256;
+
+/// The height of the slice of the world `occgrid` and `obstacles` show (BZFlag's `_tankHeight`).
+const TANK_HEIGHT: f32 = 2.05;
+
 /// The reference's team colors and ours.
 const COLORS: [(&str, Team); 4] =
     [("red", Team::Red), ("green", Team::Green), ("blue", Team::Blue), ("purple", Team::Purple)];
@@ -240,10 +246,9 @@ impl bzrc::Game for GameView<'_> {
 
     fn obstacles(&self) -> Vec<[[f64; 2]; 4]> {
         let Some(w) = self.world else { return Vec::new() };
-        let height = 2.05;
         w.obstacles
             .iter()
-            .filter(|o| o.bounds.min.z < height && !o.passable.drive_through)
+            .filter(|o| o.bounds.min.z < TANK_HEIGHT && !o.passable.drive_through)
             .filter_map(|o| match (o.kind, &o.geometry) {
                 (ObstacleKind::Wall | ObstacleKind::Base, _) | (_, Geometry::None) => None,
                 (ObstacleKind::Box | ObstacleKind::Pyramid | ObstacleKind::Teleporter, _) => {
@@ -304,11 +309,29 @@ impl bzrc::Game for GameView<'_> {
         self.scores.get(team).copied().unwrap_or(0.0)
     }
 
-    fn occupied(&self, x: i32, y: i32) -> bool {
-        let Some(w) = self.world else { return false };
-        let pos = bzhead::Vec3::new(x as f32 + 0.5, y as f32 + 0.5, 0.0);
-        let cell = TankBox { pos, angle: 0.0, half_length: 0.45, half_width: 0.45, height: 2.05 };
-        w.tank_collides(&cell).is_some()
+    fn occupancy(&self, x0: i32, y0: i32, cols: i32, rows: i32) -> Vec<bool> {
+        let n = usize::try_from(cols.max(0) * rows.max(0)).unwrap_or(0);
+        let Some(w) = self.world else { return vec![false; n] };
+        // A cell is occupied when a 0.9 × 0.9 square at its centre, from the ground to tank height, meets
+        // something a tank cannot drive through. The whole window first: most windows hold nothing.
+        let cell = |cx: f32, cy: f32, hx: f32, hy: f32| TankBox {
+            pos: bzhead::Vec3::new(cx, cy, 0.0),
+            angle: 0.0,
+            half_length: hx,
+            half_width: hy,
+            height: TANK_HEIGHT,
+        };
+        let (fx, fy, fc, fr) = (x0 as f32, y0 as f32, cols as f32, rows as f32);
+        if w.tank_collides(&cell(fx + fc / 2.0, fy + fr / 2.0, fc / 2.0, fr / 2.0)).is_none() {
+            return vec![false; n];
+        }
+        let mut v = Vec::with_capacity(n);
+        for x in x0..x0 + cols {
+            for y in y0..y0 + rows {
+                v.push(w.tank_collides(&cell(x as f32 + 0.5, y as f32 + 0.5, 0.45, 0.45)).is_some());
+            }
+        }
+        v
     }
 
     fn speed(&mut self, team: &str, tank: usize, v: f64) {
@@ -414,7 +437,10 @@ pub fn run(a: BzrcArgs) -> u8 {
         true_positive: a.occgrid_true_positive,
         true_negative: a.occgrid_true_negative,
     };
-    let mut host = match BotHost::new(HostConfig { shared_eye: true, ..HostConfig::default() }) {
+    // No least time between two polls (the bot host batches relayed messages by default): an agent that asks one
+    // request at a time waits for each answer.
+    let config = HostConfig { shared_eye: true, poll_interval: Duration::ZERO, ..HostConfig::default() };
+    let mut host = match BotHost::new(config) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("bzhead: cannot start the event loop: {e}");
@@ -470,8 +496,12 @@ pub fn run(a: BzrcArgs) -> u8 {
     let mut leaving: Option<Instant> = None;
     let mut out = String::new();
     let mut code = OK;
+    let mut busy = false;
     loop {
-        if let Err(e) = host.turn(Some(Duration::from_millis(100))) {
+        // An agent with more lines waiting than one batch: come straight back for them.
+        let wait = if busy { Duration::ZERO } else { Duration::from_millis(100) };
+        busy = false;
+        if let Err(e) = host.turn(Some(wait)) {
             eprintln!("bzhead: event loop failed: {e}");
             return PROTOCOL;
         }
@@ -517,7 +547,11 @@ pub fn run(a: BzrcArgs) -> u8 {
             let Some((conn, since, agent)) = side.conn.as_mut() else { continue };
             let conn = *conn;
             // A bounded batch per turn, so that one agent's pipeline does not hold up the tanks.
-            for _ in 0..256 {
+            for n in 0..=LINES_PER_TURN {
+                if n == LINES_PER_TURN {
+                    busy = true;
+                    break;
+                }
                 let Some(line) = host.reactor().line_next(conn) else { break };
                 out.clear();
                 let outcome = match line {
