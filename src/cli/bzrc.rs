@@ -85,7 +85,8 @@ struct Shared {
     /// Bots of each team in index order.
     order: Vec<(&'static str, Vec<BotId>)>,
     picture_at: Option<Instant>,
-    others: Vec<(u8, OtherTank)>,
+    /// Every tank but the viewer's: id, one of the gateway's own, the line.
+    others: Vec<(u8, bool, OtherTank)>,
     shots: Vec<[f64; 4]>,
     flags: Vec<Flag>,
     constants: Option<Constants>,
@@ -158,7 +159,7 @@ fn picture(sh: &mut Shared, view: &View<'_>) {
         explode_time: f64::from(p.explode_time),
     });
     let name = |id: u8| view.player(id).map_or_else(|| format!("player{id}"), |p| p.callsign.clone());
-    let mut others: Vec<(u8, OtherTank)> = view
+    let mut others: Vec<(u8, bool, OtherTank)> = view
         .tanks()
         .iter()
         .map(|t| {
@@ -175,10 +176,10 @@ fn picture(sh: &mut Shared, view: &View<'_>) {
                 y,
                 angle: f64::from(t.pose.azimuth),
             };
-            (t.id, o)
+            (t.id, t.ours, o)
         })
         .collect();
-    others.sort_by_key(|(id, _)| *id);
+    others.sort_by_key(|(id, ..)| *id);
     sh.others = others;
     let now = view.now;
     sh.shots = view
@@ -224,7 +225,8 @@ fn corners(cx: f32, cy: f32, angle: f32, hx: f32, hy: f32) -> [[f64; 2]; 4] {
 impl bzrc::Game for GameView<'_> {
     fn teams(&self) -> Vec<(String, usize)> {
         let mut teams: Vec<(String, usize)> = self.shared.order.iter().map(|(c, b)| (c.to_string(), b.len())).collect();
-        for (_, o) in &self.shared.others {
+        // The gateway's own tanks are counted above.
+        for (_, _, o) in self.shared.others.iter().filter(|(_, ours, _)| !ours) {
             match teams.iter_mut().find(|(c, _)| *c == o.color) {
                 Some(t) => t.1 += 1,
                 None => teams.push((o.color.clone(), 1)),
@@ -294,7 +296,7 @@ impl bzrc::Game for GameView<'_> {
     }
 
     fn other_tanks(&self, team: &str) -> Vec<OtherTank> {
-        self.shared.others.iter().filter(|(_, o)| o.color != team).map(|(_, o)| o.clone()).collect()
+        self.shared.others.iter().filter(|(_, _, o)| o.color != team).map(|(_, _, o)| o.clone()).collect()
     }
 
     fn constants(&self) -> Constants {

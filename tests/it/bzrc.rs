@@ -210,6 +210,30 @@ fn a_course_client_plays_a_game() {
             .any(|b| b[1] == "red" && b[2..] == ["-30.0", "10.0", "-30.0", "-10.0", "-50.0", "-10.0", "-50.0", "10.0"]),
         "{bases:?}"
     );
+    // Our tank and, once it joined, the sitter; then both team flags (bzfs shows a team's flag while it has players).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut teams = c.list("teams");
+        teams.sort();
+        if teams.len() == 2 {
+            assert_eq!(teams, [["team", "green", "1"], ["team", "red", "1"]], "our tank and the sitter");
+            break;
+        }
+        assert_eq!(teams, [["team", "red", "1"]]);
+        assert!(Instant::now() < deadline, "the sitter never joined");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut flags: Vec<(String, String)> =
+            c.list("flags").into_iter().map(|f| (f[1].clone(), f[2].clone())).collect();
+        flags.sort();
+        if flags.len() == 2 || Instant::now() > deadline {
+            assert_eq!(flags, [("green".into(), "none".into()), ("red".into(), "none".into())]);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let obstacles = c.list("obstacles");
     assert!(
         obstacles.iter().any(|o| o[1..] == ["-38.0", "22.0", "-38.0", "18.0", "-42.0", "18.0", "-42.0", "22.0"]),
