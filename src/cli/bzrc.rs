@@ -324,13 +324,28 @@ impl bzrc::Game for GameView<'_> {
             height: TANK_HEIGHT,
         };
         let (fx, fy, fc, fr) = (x0 as f32, y0 as f32, cols as f32, rows as f32);
-        if w.tank_collides(&cell(fx + fc / 2.0, fy + fr / 2.0, fc / 2.0, fr / 2.0)).is_none() {
+        let mut ids = Vec::new();
+        w.tank_collisions(&cell(fx + fc / 2.0, fy + fr / 2.0, fc / 2.0, fr / 2.0), &mut ids);
+        if ids.is_empty() {
             return vec![false; n];
         }
+        // Then each cell that meets the bounds of something the window met (an unknown id: every cell).
+        let everywhere = ([f32::MIN; 2], [f32::MAX; 2]);
+        let rects: Vec<([f32; 2], [f32; 2])> = ids
+            .iter()
+            .map(|id| {
+                w.obstacle(*id)
+                    .map_or(everywhere, |o| ([o.bounds.min.x, o.bounds.min.y], [o.bounds.max.x, o.bounds.max.y]))
+            })
+            .collect();
         let mut v = Vec::with_capacity(n);
         for x in x0..x0 + cols {
             for y in y0..y0 + rows {
-                v.push(w.tank_collides(&cell(x as f32 + 0.5, y as f32 + 0.5, 0.45, 0.45)).is_some());
+                let (cx, cy) = (x as f32 + 0.5, y as f32 + 0.5);
+                let near = rects
+                    .iter()
+                    .any(|(lo, hi)| lo[0] < cx + 0.45 && hi[0] > cx - 0.45 && lo[1] < cy + 0.45 && hi[1] > cy - 0.45);
+                v.push(near && w.tank_collides(&cell(cx, cy, 0.45, 0.45)).is_some());
             }
         }
         v
