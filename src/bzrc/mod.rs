@@ -224,12 +224,6 @@ pub struct Agent {
     greeted: bool,
 }
 
-/// Why a command's arguments were refused.
-enum Refusal {
-    /// Wrong count or not numbers: `fail Invalid parameter(s)` (and a bare `fail` for speed and angvel).
-    Params,
-}
-
 impl Agent {
     /// An agent of `team` (its color) with its noise, and a seed for the noise.
     pub fn new(team: &str, noise: Noise, seed: u64) -> Agent {
@@ -279,7 +273,7 @@ impl Agent {
                     [i] => i.parse::<i64>().ok(),
                     _ => None,
                 };
-                let Some(i) = index else { return refuse(out, &raw, Refusal::Params, false, ack) };
+                let Some(i) = index else { return refuse(out, &raw, false, ack) };
                 let tank = self.tank_index(i, game);
                 match (cmd, tank) {
                     ("shoot", Some(tank)) => {
@@ -294,7 +288,7 @@ impl Agent {
                         ack(out, "occgrid");
                         self.occgrid(tank, game, out);
                     }
-                    (_, None) => return refuse(out, &raw, Refusal::Params, false, ack),
+                    (_, None) => return refuse(out, &raw, false, ack),
                 }
                 Outcome::Continue
             }
@@ -303,7 +297,7 @@ impl Agent {
                     [i, v] => i.parse::<i64>().ok().zip(py_float_arg(v)),
                     _ => None,
                 };
-                let Some((i, v)) = parsed else { return refuse(out, &raw, Refusal::Params, true, ack) };
+                let Some((i, v)) = parsed else { return refuse(out, &raw, true, ack) };
                 ack(out, &format!("{cmd} {i} {}", py_float(v)));
                 let Some(tank) = self.tank_index(i, game) else {
                     out.push_str(&format!("fail Invalid tank ID: {i}\n"));
@@ -327,7 +321,7 @@ impl Agent {
             "quit" | "endgame" | "teams" | "obstacles" | "bases" | "flags" | "shots" | "mytanks" | "othertanks"
             | "constants" | "scores" | "timer" => {
                 if !args.is_empty() {
-                    return refuse(out, &raw, Refusal::Params, false, ack);
+                    return refuse(out, &raw, false, ack);
                 }
                 ack(out, cmd);
                 match cmd {
@@ -543,16 +537,13 @@ impl Agent {
     }
 }
 
-/// Writes the refusal of a command's arguments.
-fn refuse(out: &mut String, raw: &str, r: Refusal, bare_fail: bool, ack: impl Fn(&mut String, &str)) -> Outcome {
+/// Writes the refusal of a command's arguments (wrong count, not numbers): the ack of the raw line, `fail
+/// Invalid parameter(s)`, and a bare `fail` after it for `speed` and `angvel`, as the reference.
+fn refuse(out: &mut String, raw: &str, bare_fail: bool, ack: impl Fn(&mut String, &str)) -> Outcome {
     ack(out, raw);
-    match r {
-        Refusal::Params => {
-            out.push_str("fail Invalid parameter(s)\n");
-            if bare_fail {
-                out.push_str("fail\n");
-            }
-        }
+    out.push_str("fail Invalid parameter(s)\n");
+    if bare_fail {
+        out.push_str("fail\n");
     }
     Outcome::Continue
 }
