@@ -75,7 +75,6 @@ struct Slot {
     angvel: f32,
     fire: bool,
     me: Option<MyTank>,
-    id: Option<u8>,
 }
 
 /// What the tanks share with the gateway: their slots (by bot) and the picture of the last tick.
@@ -123,15 +122,15 @@ impl Bot for Tank {
         let max_shots = view.game.settings.map_or(1, |s| u32::from(s.max_shots));
         let flying = view.shots().filter(|s| s.shooter == me.id).count() as u32;
         let flag = team_of_flag(me.tank.flag).and_then(color_of).unwrap_or("-");
-        slot.id = Some(me.id);
         slot.me = Some(MyTank {
             callsign: me.callsign.to_string(),
             alive: me.alive(),
             shots_left: max_shots.saturating_sub(flying + u32::from(fired)),
             reload: if fired { f64::from(view.phys.reload_time) } else { f64::from(me.reload) },
             flag: flag.to_string(),
-            x: f64::from(me.tank.pos.x),
-            y: f64::from(me.tank.pos.y),
+            // Dead tanks are far away, as the reference has them.
+            x: if me.alive() { f64::from(me.tank.pos.x) } else { -999999.0 },
+            y: if me.alive() { f64::from(me.tank.pos.y) } else { -999999.0 },
             angle: f64::from(me.tank.azimuth),
             vx: f64::from(me.tank.vel.x),
             vy: f64::from(me.tank.vel.y),
