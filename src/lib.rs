@@ -31,6 +31,8 @@
 //!    gives, [`observer::exit`]); [`netwatch`]: its per-player `netstats` lines and `--reconnect` back-off.
 //! 6. Applications:
 //!    * [`bot`]: bots, and the host that runs them on the reactor.
+//!    * [`bzrc`]: the BZRC text protocol of the BZRFlag course labs (sans-IO: lines in, replies out, commands to
+//!      the tanks through a trait), which `bzhead bzrc` serves on the reactor's line listeners with bots' tanks.
 //!    * [`fetch`]: a server's world fetched with a world-only session (what the `world` command prints and draws).
 //!    * [`web`]: the live web view of `observe --web`, on [`http`] and the reactor.
 //!    * [`monitor`]: `bzhead monitor`: the sans-IO core of continuous scans (rounds of [`query`] results in,
@@ -75,6 +77,8 @@ pub mod bot;
 #[forbid(unsafe_code)]
 pub mod bzflag;
 #[forbid(unsafe_code)]
+pub mod bzrc;
+#[forbid(unsafe_code)]
 pub mod cache;
 #[forbid(unsafe_code)]
 pub mod fetch;
@@ -106,7 +110,7 @@ mod map_tests {
     /// The top-level modules in the map's order.
     const MAP: &[&str] = &[
         "wire", "text", "args", "bzflag", "query", "http", "record", "cache", "reactor", "observer", "netwatch", "bot",
-        "fetch", "web", "monitor",
+        "bzrc", "fetch", "web", "monitor",
     ];
 
     fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

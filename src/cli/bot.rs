@@ -162,7 +162,7 @@ fn start(a: &BotArgs) -> Result<Bots, u8> {
 }
 
 /// When every bot gave up (kicked, rejected, bots disabled): the exit code and the first reason.
-fn all_stopped(host: &BotHost) -> Option<(u8, String)> {
+pub(super) fn all_stopped(host: &BotHost) -> Option<(u8, String)> {
     let ids = host.bot_ids();
     let all_stopped =
         !ids.is_empty() && ids.iter().all(|b| matches!(host.status(*b).map(|s| s.state), Some(BotState::Stopped(_))));
@@ -303,7 +303,7 @@ fn tick_stats(host: &BotHost) {
     eprintln!("bzhead: longest event-loop turn: {} µs", host.longest_turn().as_micros());
 }
 
-fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {
+pub(super) fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {
     if json {
         #[derive(serde::Serialize)]
         struct Line<'a> {

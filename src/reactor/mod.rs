@@ -41,10 +41,13 @@ use crate::record::{Kind, Meta, Recorder};
 
 #[forbid(unsafe_code)]
 mod http;
+#[forbid(unsafe_code)]
+mod lines;
 mod scan_io;
 #[forbid(unsafe_code)]
 mod worker;
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
+pub use lines::{Line, LineConnId, LineEvent, LineLimits, LineListenerId, LINE_ACCEPT_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
 pub use worker::{JobId, JobPanicked, JobResult, Lane};
 
@@ -90,6 +93,10 @@ pub enum Source {
     HttpListen(usize),
     /// An HTTP connection.
     HttpConn(usize),
+    /// A line listener (see [`Reactor::add_line_listener`]).
+    LineListen(usize),
+    /// A line connection.
+    LineConn(usize),
 }
 
 /// Per-session options of the driver (not of the engine).
@@ -169,6 +176,7 @@ pub struct Reactor {
     /// The time the last turn spent working.
     last_turn: Duration,
     http: http::HttpSide,
+    lines: lines::LineSide,
 }
 
 impl Reactor {
@@ -199,6 +207,7 @@ impl Reactor {
             admitting: false,
             pending_store_bytes: 0,
             http: http::HttpSide::default(),
+            lines: lines::LineSide::default(),
         })
     }
 
@@ -461,6 +470,8 @@ impl Reactor {
                 Source::QueryUdp(id, v6) => self.on_query_udp_ready(id, v6, now, readable, writable),
                 Source::HttpListen(id) => self.on_http_listener_ready(id, now),
                 Source::HttpConn(key) => self.on_http_conn_ready(key, now, readable, writable),
+                Source::LineListen(id) => self.on_line_listener_ready(id),
+                Source::LineConn(key) => self.on_line_conn_ready(key, readable),
             }
         }
         while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {

@@ -8,6 +8,7 @@ mod support;
 mod bots;
 mod bots_kick;
 mod bots_maps;
+mod bzrc;
 mod captures;
 mod engine_captures;
 mod faults;
