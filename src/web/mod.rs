@@ -461,7 +461,10 @@ impl WebView {
             next = next.min(wake);
         }
         let mut frame = std::mem::take(&mut self.frame);
-        let (push_interval, event_interval) = self.intervals();
+        let (mut push_interval, event_interval) = self.intervals();
+        if let Some(r) = &self.replay {
+            push_interval = r.push_interval(push_interval);
+        }
         for si in 0..self.servers.len() {
             // The tracker and the reckoning are brought up to date when a state is built, not every turn.
             let s = &self.servers[si];

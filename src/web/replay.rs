@@ -46,6 +46,9 @@ pub const MAX_SPEED: f64 = 64.0;
 pub const STEP: Duration = Duration::from_millis(10);
 /// The most packets (or records) one step feeds.
 pub const STEP_PACKETS: usize = 20_000;
+/// The least wall time between two pushes of motion of a replay played faster than real time (see
+/// [`Replay::push_interval`]).
+pub const MIN_PUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// The most state blocks indexed (10 s apart: 11 days of play); past it every other one is dropped.
 pub const MAX_BLOCKS: usize = 100_000;
 
@@ -273,6 +276,16 @@ impl Replay {
         };
         let next = self.next.as_ref().map_or(self.duration, |(t, _)| *t).min(self.duration);
         Some(due(next).max(now + STEP))
+    }
+
+    /// The frame interval of the stream for this replay: `push` of game time (so that the page reckons tanks over
+    /// as much game time at 64x as at 1x), but at least [`MIN_PUSH_INTERVAL`] of wall time (64x: a push every 50
+    /// ms, 3.2 s of game).
+    pub fn push_interval(&self, push: Duration) -> Duration {
+        if !self.clock.playing || self.clock.speed <= 1.0 {
+            return push;
+        }
+        push.div_f64(self.clock.speed).max(MIN_PUSH_INTERVAL).min(push)
     }
 
     /// Plays (from the start again when at the end).
