@@ -30,10 +30,17 @@ fn replay_api(addr: SocketAddr, query: &str) -> (u16, String) {
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// `GET /api/replay?QUERY` as JSON, checked against `docs/schemas/web-state.schema.json`'s `$defs/replay`.
 fn replay_json(addr: SocketAddr, query: &str) -> Value {
     let (status, body) = replay_api(addr, query);
     assert_eq!(status, 200, "{query}: {body}");
-    serde_json::from_str(&body).expect("replay JSON")
+    let v: Value = serde_json::from_str(&body).expect("replay JSON");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schemas/web-state.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("schema JSON");
+    let replay = serde_json::json!({"$ref": "#/$defs/replay", "$defs": schema["$defs"]});
+    let validator = jsonschema::validator_for(&replay).expect("valid schema");
+    assert!(validator.is_valid(&v), "{v} does not match $defs/replay");
+    v
 }
 
 /// Where each living player is at `t` by `bzhead replay FILE --json`: its last update at most 2 s before, moved
