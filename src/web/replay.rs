@@ -537,3 +537,69 @@ impl WebView {
         self.broadcast_str(0, "replay", &super::to_string(&status));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/recordings/bzfs-2.4.26-ctf-14-bots.rec");
+
+    /// Each player's callsign, team, score, whether alive, and last update (time and position), sorted by id.
+    #[allow(clippy::type_complexity)]
+    fn players(r: &Replay) -> Vec<(u8, String, &'static str, u16, u16, bool, Option<(Duration, [f32; 3])>)> {
+        let game = r.session().game();
+        let mut v: Vec<_> = game
+            .players
+            .values()
+            .map(|p| {
+                let u = p.last_update.as_ref().map(|(u, at)| (at.saturating_duration_since(r.base()), u.pos));
+                (p.id, p.callsign.clone(), p.team.name(), p.wins, p.losses, p.alive, u)
+            })
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v
+    }
+
+    #[test]
+    fn a_seek_rebuilds_from_the_state_block_the_game_played_from_the_start() {
+        let base = Instant::now();
+        let mut from_start = Replay::open(Path::new(REC), base).expect("open");
+        let mut sought = Replay::open(Path::new(REC), base).expect("open");
+        let Source::Rec { blocks, .. } = &sought.source else { panic!("a .rec") };
+        assert_eq!(blocks.len(), 4, "state blocks at 0, 10, 20 and 30 s: {blocks:?}");
+        for t in [17.3, 25.0, 34.0] {
+            from_start.advance_to(Duration::from_secs_f64(t), usize::MAX);
+            sought.seek(base, t).expect("seek");
+            assert_eq!(sought.game_now(), from_start.game_now());
+            let (a, b) = (players(&from_start), players(&sought));
+            assert!(a.len() >= 14, "{a:?}");
+            // The roster, teams, scores and who is alive agree; so does every update since the block (the block
+            // carries no positions: those come with the next update).
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!((x.0, &x.1, x.2, x.3, x.4, x.5), (y.0, &y.1, y.2, y.3, y.4, y.5), "at {t}");
+                if y.6.is_some_and(|u| u.0 > Duration::from_secs_f64(t - 7.0)) {
+                    assert_eq!(x.6, y.6, "player {} at {t}", x.0);
+                }
+            }
+            assert_eq!(a.len(), b.len());
+        }
+        // Out of range: refused, nothing changed.
+        assert!(sought.seek(base, 99.0).is_err());
+        assert!(sought.seek(base, f64::NAN).is_err());
+        assert_eq!(sought.game_now(), base + Duration::from_secs(34));
+    }
+
+    #[test]
+    fn the_clock_runs_at_its_speed_and_stops_at_the_end() {
+        let base = Instant::now();
+        let mut r = Replay::open(Path::new(REC), base).expect("open");
+        assert!(r.set_speed(base, 100.0).is_err() && r.set_speed(base, 0.1).is_err());
+        r.set_speed(base, 64.0).expect("speed");
+        r.play(base).expect("play");
+        assert!(!r.step(base + Duration::from_millis(250)));
+        assert_eq!(r.game_now(), base + Duration::from_secs(16));
+        assert!(r.step(base + Duration::from_secs(1)), "ended");
+        assert_eq!(r.game_now(), base + r.duration());
+        assert!(!r.status(base + Duration::from_secs(2)).playing);
+    }
+}
