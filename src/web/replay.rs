@@ -478,6 +478,9 @@ impl WebView {
             },
         };
         let cmd = r.query_param("cmd");
+        if r.method != crate::http::Method::Get && (speed.is_some() || seek.is_some() || cmd.is_some()) {
+            return Response::error(405, "commands are GET requests (HEAD only reads the state)");
+        }
         if let Some(c) = cmd.as_deref().filter(|c| !matches!(*c, "play" | "pause")) {
             return bad(format!("cmd must be play or pause, not {c:?}"));
         }
