@@ -130,6 +130,9 @@ fn chromium_seeks_a_bzfs_recording_and_plays_it_at_64x() {
         compared += 1;
     }
     assert!(compared >= 6, "too few players compared ({compared}): page {page:?}, recording {want:?}");
+    let png = b.screenshot();
+    assert!(png.starts_with(b"\x89PNG"), "a screenshot");
+    let _ = std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/target/web-replay.png"), &png);
     // Paused: the page stays at the time sought.
     std::thread::sleep(Duration::from_millis(500));
     let rtime = b.eval("document.getElementById('rtime').textContent");
