@@ -593,6 +593,27 @@ mod tests {
     }
 
     #[test]
+    fn a_seek_in_bzheads_own_format_plays_it_again_from_the_start() {
+        let own = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/recordings/two-hunters.rec");
+        let base = Instant::now();
+        let mut from_start = Replay::open(Path::new(own), base).expect("open");
+        assert!(matches!(from_start.source, Source::Bzh { .. }), "BZHREC01");
+        let mut sought = Replay::open(Path::new(own), base).expect("open");
+        let end = from_start.duration().as_secs_f64();
+        assert!(end > 1.0, "{end}");
+        // Forwards, then back (a fresh session from the start each time).
+        for t in [end * 0.75, end * 0.4] {
+            sought.seek(base, t).expect("seek");
+            let mut fresh = Replay::open(Path::new(own), base).expect("open");
+            fresh.advance_to(Duration::from_secs_f64(t), usize::MAX);
+            assert_eq!(players(&sought), players(&fresh), "at {t}");
+            assert!(!players(&sought).is_empty(), "at {t}");
+        }
+        from_start.advance_to(from_start.duration(), usize::MAX);
+        assert_eq!(from_start.game_now(), base + from_start.duration());
+    }
+
+    #[test]
     fn the_clock_runs_at_its_speed_and_stops_at_the_end() {
         let base = Instant::now();
         let mut r = Replay::open(Path::new(REC), base).expect("open");
