@@ -55,6 +55,8 @@ pub mod bzflag;
 #[forbid(unsafe_code)]
 pub mod cache;
 #[forbid(unsafe_code)]
+pub mod env;
+#[forbid(unsafe_code)]
 pub mod fetch;
 #[forbid(unsafe_code)]
 pub mod http;
