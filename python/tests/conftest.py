@@ -18,40 +18,14 @@ REPO = Path(__file__).resolve().parents[2]
 BZFS = "/usr/games/bzfs"
 WAIT = 10.0
 
-PING_REQUEST = bytes([0x00, 0x02, 0x04, 0x04, 0x00, 0x00])
-PING_REPLY_PREFIX = bytes([0x00, 0x38, 0x03, 0x03]) + b"BZFS"
-
-
-def usable_udp_port(port: int) -> bool:
-    """bzfs on a little-endian host ignores UDP from source ports whose low byte is 0..3."""
-    return port & 0xFF > 3
-
-
-def free_port() -> int:
-    """A loopback port free for both TCP and UDP (and usable for BZFlag's UDP)."""
-    for _ in range(1000):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-            t.bind(("127.0.0.1", 0))
-            port = t.getsockname()[1]
-            if not usable_udp_port(port):
-                continue
-            try:
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                    u.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free loopback port")
-
-
-def udp_socket() -> socket.socket:
-    for _ in range(100):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        if usable_udp_port(s.getsockname()[1]):
-            return s
-        s.close()
-    raise RuntimeError("no usable UDP source port")
+# The loopback port and ping helpers are the package's own (bzhead.env starts private servers the same way).
+from bzhead.env._server import (  # noqa: E402
+    PING_REPLY_PREFIX,
+    PING_REQUEST,
+    free_port,
+    udp_socket,
+    usable_udp_port,
+)
 
 
 class Bzfs:

@@ -15,7 +15,7 @@ PING_REQUEST = bytes([0x00, 0x02, 0x04, 0x04, 0x00, 0x00])
 PING_REPLY_PREFIX = bytes([0x00, 0x38, 0x03, 0x03]) + b"BZFS"
 
 
-def _usable_udp_port(port: int) -> bool:
+def usable_udp_port(port: int) -> bool:
     # bzfs on a little-endian host ignores UDP from source ports whose low byte is 0..3.
     return port & 0xFF > 3
 
@@ -26,7 +26,7 @@ def free_port() -> int:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
             t.bind(("127.0.0.1", 0))
             port = t.getsockname()[1]
-        if not _usable_udp_port(port):
+        if not usable_udp_port(port):
             continue
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
@@ -35,6 +35,17 @@ def free_port() -> int:
             continue
         return port
     raise RuntimeError("no free loopback port")
+
+
+def udp_socket() -> socket.socket:
+    """A UDP socket on loopback whose port bzfs answers."""
+    for _ in range(100):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        if usable_udp_port(s.getsockname()[1]):
+            return s
+        s.close()
+    raise RuntimeError("no usable UDP source port")
 
 
 def faketime_command(warp: float) -> list:
@@ -91,16 +102,7 @@ class PrivateServer:
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        ping = None
-        for _ in range(100):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            if _usable_udp_port(s.getsockname()[1]):
-                ping = s
-                break
-            s.close()
-        if ping is None:
-            raise RuntimeError("no usable UDP source port")
+        ping = udp_socket()
         ping.settimeout(0.1)
         try:
             while time.monotonic() < deadline:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -9,7 +10,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .parallel_env import _session, action_space, coerce_action
+from .parallel_env import _session, action_space, coerce_action, parallel_env
 
 
 class BzVectorEnv(VectorEnv):
@@ -74,39 +75,28 @@ def vector_env(
     team: str = "red",
     opponents: Optional[Mapping[str, Sequence[str]]] = None,
     servers: Optional[Sequence[str]] = None,
-    world: Optional[str] = None,
-    mode: str = "ctf",
-    server_options: Sequence[str] = (),
-    decision_hz: float = 10.0,
-    episode_seconds: float = 60.0,
-    warp: float = 1.0,
-    seed: Optional[int] = None,
-    record: Optional[str] = None,
     action_type: str = "box",
-    rewards: Optional[Mapping[str, float]] = None,
-    end_on_capture: bool = True,
-    nearest: int = 4,
-    flags: int = 4,
-    shots: int = 4,
-    rays: int = 16,
-    ray_range: float = 200.0,
-    join_stagger: float = 0.2,
     ready_timeout: float = 60.0,
+    **options: Any,
 ) -> BzVectorEnv:
-    """``num_envs`` games, each a private bzfs (or ``servers[k]``) with one learning tank against bots, all on one
-    native event loop."""
+    """``num_envs`` games, each a private bzfs (or ``servers[k]``) with one learning tank against bots (default: a
+    hunter on green), all on one native event loop. Every other keyword is ``parallel_env``'s (``world``, ``mode``,
+    ``decision_hz``, ``episode_seconds``, ``warp``, ``rewards``, the observation's counts, ...)."""
     if not (isinstance(num_envs, int) and 1 <= num_envs <= 256):
         raise ValueError("num_envs must be between 1 and 256")
     if servers is not None and len(servers) != num_envs:
         raise ValueError("servers must give one address per environment")
     if opponents is None:
         opponents = {"green": ["hunter"]}
+    defaults = {
+        k: p.default
+        for k, p in inspect.signature(parallel_env).parameters.items()
+        if p.kind == p.KEYWORD_ONLY and k not in ("teams", "opponents", "action_type", "reset_mode", "ready_timeout")
+    }
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise TypeError(f"vector_env() got unexpected keyword arguments {sorted(unknown)}")
     games = [((servers[k] if servers else None), {team: 1}, opponents) for k in range(num_envs)]
-    session = _session(
-        games, world=world, mode=mode, server_options=server_options, decision_hz=decision_hz,
-        episode_seconds=episode_seconds, warp=warp, seed=seed, record=record, rewards=rewards,
-        end_on_capture=end_on_capture, nearest=nearest, flags=flags, shots=shots, rays=rays, ray_range=ray_range,
-        join_stagger=join_stagger, ready_timeout=ready_timeout, prefix=True,
-    )
+    session = _session(games, **{**defaults, **options, "ready_timeout": ready_timeout}, prefix=True)
     action_space(action_type)
     return BzVectorEnv(session, action_type)
