@@ -5,7 +5,6 @@ with what to install; nothing is skipped."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -20,11 +19,9 @@ WAIT = 10.0
 
 # The loopback port and ping helpers are the package's own (bzhead.env starts private servers the same way).
 from bzhead.env._server import (  # noqa: E402
-    PING_REPLY_PREFIX,
-    PING_REQUEST,
     free_port,
     udp_socket,
-    usable_udp_port,
+    wait_ready,
 )
 
 
@@ -52,23 +49,9 @@ class Bzfs:
                 self._lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        ping = udp_socket()
-        ping.settimeout(0.1)
-        try:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    pytest.fail(f"{self.cmd} exited with {self.proc.returncode}:\n{self.log()}")
-                try:
-                    ping.sendto(PING_REQUEST, ("127.0.0.1", self.port))
-                    data, _ = ping.recvfrom(1024)
-                    if data.startswith(PING_REPLY_PREFIX):
-                        return
-                except OSError:
-                    time.sleep(0.05)
-            pytest.fail(f"{self.cmd} was not ready within {timeout} s:\n{self.log()}")
-        finally:
-            ping.close()
+        error = wait_ready(self.proc, self.port, timeout)
+        if error is not None:
+            pytest.fail(f"{self.cmd} {error}:\n{self.log()}")
 
     @property
     def addr(self) -> str:

@@ -48,6 +48,28 @@ def udp_socket() -> socket.socket:
     raise RuntimeError("no usable UDP source port")
 
 
+def wait_ready(proc: subprocess.Popen, port: int, timeout: float) -> Optional[str]:
+    """Pings the bzfs of `proc` on loopback `port` until it answers: None, or why not ("exited with 1", "was not
+    ready within 15 s")."""
+    deadline = time.monotonic() + timeout
+    ping = udp_socket()
+    ping.settimeout(0.1)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return f"exited with {proc.returncode}"
+            try:
+                ping.sendto(PING_REQUEST, ("127.0.0.1", port))
+                data, _ = ping.recvfrom(1024)
+                if data.startswith(PING_REPLY_PREFIX):
+                    return None
+            except OSError:
+                time.sleep(0.05)
+        return f"was not ready within {timeout} s"
+    finally:
+        ping.close()
+
+
 def faketime_command(warp: float) -> list:
     """The prefix that runs a program at ``warp`` times real time (Debian's ``faketime``)."""
     exe = shutil.which("faketime")
@@ -101,24 +123,10 @@ class PrivateServer:
             return ""
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        ping = udp_socket()
-        ping.settimeout(0.1)
-        try:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"{self.cmd} exited with {self.proc.returncode}:\n{self.log()}")
-                try:
-                    ping.sendto(PING_REQUEST, ("127.0.0.1", self.port))
-                    data, _ = ping.recvfrom(1024)
-                    if data.startswith(PING_REPLY_PREFIX):
-                        return
-                except OSError:
-                    time.sleep(0.05)
+        error = wait_ready(self.proc, self.port, timeout)
+        if error is not None:
             self.stop()
-            raise RuntimeError(f"{self.cmd} was not ready within {timeout} s:\n{self.log()}")
-        finally:
-            ping.close()
+            raise RuntimeError(f"{self.cmd} {error}:\n{self.log()}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
