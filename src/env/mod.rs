@@ -20,7 +20,7 @@ use crate::bot::{Control, View};
 use crate::bzflag::consts::{FlagStatus, Team};
 use crate::bzflag::event::Event;
 use crate::bzflag::session::team_of_flag;
-use crate::bzflag::world::Mask;
+use crate::bzflag::world::{Mask, WorldModel};
 
 /// The world's width when the world model does not give one (BZFlag's default world).
 const DEFAULT_WORLD_SIZE: f32 = 800.0;
@@ -233,16 +233,21 @@ pub fn observe(view: &View<'_>, spec: &ObsSpec, out: &mut Vec<f32>) {
     }
 
     // Rays through the world model.
-    let eye = pos + Vec3::Z * RAY_HEIGHT;
-    for k in 0..spec.rays {
-        let a = az + std::f32::consts::TAU * k as f32 / spec.rays as f32;
-        let end = eye + Vec3::new(a.cos(), a.sin(), 0.0) * spec.ray_range;
-        let t = view.world.segment(eye, end, Mask::Tanks).map_or(1.0, |h| h.t);
-        out.push(t);
-    }
+    rays(view.world, pos, az, spec, out);
 
     for x in &mut out[start..] {
         *x = unit(*x);
+    }
+}
+
+/// Appends `spec.rays` distances (`/ ray_range`, 1 for nothing within range) from a tank at `pos` heading `azimuth`
+/// to the first surface a tank cannot drive through, the first ray straight ahead, then counter-clockwise.
+pub fn rays(world: &WorldModel, pos: Vec3, azimuth: f32, spec: &ObsSpec, out: &mut Vec<f32>) {
+    let eye = pos + Vec3::Z * RAY_HEIGHT;
+    for k in 0..spec.rays {
+        let a = azimuth + std::f32::consts::TAU * k as f32 / spec.rays as f32;
+        let end = eye + Vec3::new(a.cos(), a.sin(), 0.0) * spec.ray_range;
+        out.push(world.segment(eye, end, Mask::Tanks).map_or(1.0, |h| h.t));
     }
 }
 

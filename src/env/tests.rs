@@ -1,4 +1,5 @@
 use super::*;
+use crate::bot::aim::tests::{boxb, world_with};
 use crate::bzflag::msg::Abbv;
 
 #[test]
@@ -115,4 +116,26 @@ fn the_decision_clock_keeps_game_time_and_counts_missed_decisions() {
     assert_eq!(c.missed(), 2);
     assert_eq!(c.due(0.65 + 1.0 / 30.0), None);
     assert_eq!(c.due(0.75), Some(0));
+}
+
+#[test]
+fn rays_see_the_walls_and_buildings_of_the_world_model() {
+    // Outer walls at ±100, a box of half-size 10 centred 50 ahead (+x) of a tank at the origin facing +x.
+    let world = world_with(100.0, vec![boxb(50.0, 0.0, 10.0, 10.0, 0)]);
+    let spec = ObsSpec { rays: 4, ray_range: 200.0, ..ObsSpec::default() };
+    let mut out = Vec::new();
+    rays(&world, Vec3::ZERO, 0.0, &spec, &mut out);
+    // Ahead: the box's near face at x = 40; left, behind, right: the outer walls at 100.
+    let want = [40.0 / 200.0, 0.5, 0.5, 0.5];
+    for (got, want) in out.iter().zip(want) {
+        assert!((got - want).abs() < 1e-3, "{out:?}");
+    }
+    // Facing +y, the first ray looks at the wall at y = 100 and the last (right) at the box.
+    out.clear();
+    rays(&world, Vec3::ZERO, std::f32::consts::FRAC_PI_2, &spec, &mut out);
+    assert!((out[0] - 0.5).abs() < 1e-3 && (out[3] - 0.2).abs() < 1e-3, "{out:?}");
+    // Beyond the range: 1.
+    out.clear();
+    rays(&world, Vec3::ZERO, std::f32::consts::PI, &ObsSpec { rays: 1, ray_range: 50.0, ..spec }, &mut out);
+    assert_eq!(out, [1.0]);
 }
