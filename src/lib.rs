@@ -81,6 +81,8 @@ pub mod bzrc;
 #[forbid(unsafe_code)]
 pub mod cache;
 #[forbid(unsafe_code)]
+pub mod env;
+#[forbid(unsafe_code)]
 pub mod fetch;
 #[forbid(unsafe_code)]
 pub mod http;
