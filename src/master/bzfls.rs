@@ -189,11 +189,7 @@ impl ListServer {
             return self.refuse("busy, try again later");
         }
         self.checks += 1;
-        let title: String = get("title")
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_TITLE)
-            .collect();
+        let title: String = get("title").chars().filter(|c| !c.is_control()).take(MAX_TITLE).collect();
         let port = split_nameport(&nameport).map_or(crate::query::BZFLAG_PORT, |(_, p)| p);
         let listing = Listing {
             nameport,
@@ -334,8 +330,7 @@ mod tests {
         assert!(matches!(a, Answer::Now(200, _, ref b) if b.starts_with("MSG: ADD")));
         let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST")]), src, 102) else { panic!() };
         assert_eq!(body, "93.184.216.5:5154 BZFS0221 0001007a0003 93.184.216.5 atitle\n");
-        let Answer::Now(_, ct, body) = l.handle(&form(&[("action", "LIST"), ("listformat", "json")]), src, 102)
-        else {
+        let Answer::Now(_, ct, body) = l.handle(&form(&[("action", "LIST"), ("listformat", "json")]), src, 102) else {
             panic!()
         };
         assert_eq!(ct, "application/json");
@@ -343,8 +338,7 @@ mod tests {
         assert_eq!(v["servers"][0][0], "93.184.216.5:5154");
         assert_eq!(v["fields"][2], "hexcode");
         // Another version is not listed.
-        let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST"), ("version", "BZFS0026")]), src, 102)
-        else {
+        let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST"), ("version", "BZFS0026")]), src, 102) else {
             panic!()
         };
         assert!(body.is_empty());

@@ -151,7 +151,8 @@ impl Registry {
 
     /// The names of the upstreams of an entry, and whether all of them are stale (failing now).
     pub fn names(&self, p: &Provenance) -> (Vec<&str>, bool) {
-        let names: Vec<&str> = p.upstreams.iter().filter_map(|i| self.upstreams.get(*i)).map(|u| u.name.as_str()).collect();
+        let names: Vec<&str> =
+            p.upstreams.iter().filter_map(|i| self.upstreams.get(*i)).map(|u| u.name.as_str()).collect();
         let stale = p.upstreams.iter().filter_map(|i| self.upstreams.get(*i)).all(|u| u.stale);
         (names, stale)
     }

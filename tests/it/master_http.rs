@@ -1,0 +1,133 @@
+//! `bzhead monitor` serving masters on its HTTP listener, to real peers on loopback: a real `bzfs` registers with
+//! the BZFlag list server at `/db/` (`ADD` with the connect-back check, `REMOVE` when it stops) and `LIST` and
+//! `bzhead scan --master-protocol bzflag-list` list it; an upstream master that dies keeps its last list served,
+//! with provenance saying so.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::monitor::MonitorProc;
+use crate::support::plugins::real_plugin_dir;
+use crate::support::{free_port, run_bzhead, Bzfs, TempDir, WAIT};
+
+/// One HTTP/1.1 request with `Connection: close`: status and body.
+fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, WAIT).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (n, v) in headers {
+        req += &format!("{n}: {v}\r\n");
+    }
+    req += &format!("Content-Length: {}\r\n\r\n", body.len());
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    s.write_all(&bytes).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
+}
+
+fn list(addr: SocketAddr, form: &str) -> String {
+    let (status, body) =
+        http(addr, "POST", "/db/", &[("Content-Type", "application/x-www-form-urlencoded")], form.as_bytes());
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}: not in time");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_real_bzfs_registers_is_listed_and_removes_itself() {
+    let dir = TempDir::new("master-bzfls");
+    let plugins = real_plugin_dir();
+    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &["--allow-private".into()]);
+    let url = format!("http://{}/db/", m.http);
+    let port = free_port();
+    let bzfs = Bzfs::builder()
+        .port(port)
+        .args(["-publictitle", "bzhead list server test", "-publickey", "x", "-noMasterBanlist"])
+        .args(["-publicaddr".to_owned(), format!("127.0.0.1:{port}"), "-publiclist".to_owned(), url.clone()])
+        .start();
+    let nameport = format!("127.0.0.1:{port}");
+    // bzfs posts ADD at start; the list server connects back to it before listing it.
+    let line = wait_until("bzfs listed", WAIT * 2, || {
+        list(m.http, "action=LIST&version=BZFS0221").lines().find(|l| l.starts_with(&nameport)).map(str::to_owned)
+    });
+    let fields: Vec<&str> = line.splitn(5, ' ').collect();
+    assert_eq!((fields[1], fields[3], fields[4]), ("BZFS0221", "127.0.0.1", "bzhead list server test"), "{line}");
+    assert_eq!(fields[2].len(), 58, "gameinfo hex: {line}");
+    let json: Value = serde_json::from_str(&list(m.http, "action=LIST&listformat=json")).unwrap();
+    assert_eq!(json["servers"][0][0], nameport.as_str(), "{json}");
+    assert_eq!(json["fields"][0], "addr");
+    // bzhead's own client reads it and queries the server.
+    let p = plugins.path().to_str().unwrap();
+    let out = run_bzhead(
+        [
+            "scan",
+            "--plugin-dir",
+            p,
+            "--master",
+            &url,
+            "--master-protocol",
+            "bzflag-list",
+            "--protocol",
+            "bzflag",
+            "--allow-private",
+            "--json",
+        ],
+        WAIT * 3,
+    );
+    let results: Vec<Value> = out.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(results.iter().any(|r| r["address"] == bzfs.addr().to_string() && r["ok"] == true), "{}", out.describe());
+    // The API shows it registered directly, with its counts from the gameinfo.
+    let (_, api) = m.get("/api/masters");
+    let v: Value = serde_json::from_str(&api).unwrap();
+    let s = v["servers"].as_array().unwrap().iter().find(|s| s["address"] == nameport.as_str()).cloned();
+    let s = s.unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!((s["direct"].clone(), s["players"].clone()), ("bzflag-list".into(), 0.into()), "{s}");
+    assert!(v["counts"]["bzflag"]["added"].as_u64() >= Some(1), "{v}");
+    // It posts REMOVE when it stops (SIGTERM, as an operator stops it).
+    let mut bzfs = bzfs;
+    let _ = bzfs.terminate(WAIT);
+    wait_until("bzfs removed", WAIT * 2, || (!list(m.http, "action=LIST").contains(&nameport)).then_some(()));
+    let (_, metrics) = m.get("/metrics");
+    assert!(metrics.contains("bzhead_master_removed_total{protocol=\"bzflag\"} 1"), "{metrics}");
+    assert!(metrics.contains("bzhead_master_list_requests_total{protocol=\"bzflag\"}"), "{metrics}");
+}
+
+#[test]
+fn the_list_server_refuses_forged_private_and_oversized_adds() {
+    let dir = TempDir::new("master-bzfls-hostile");
+    let plugins = real_plugin_dir();
+    // Without --allow-private: a loopback server is refused.
+    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &[]);
+    let port = free_port();
+    let add = format!("action=ADD&nameport=127.0.0.1:{port}&version=BZFS0221&gameinfo=00&build=x&title=t");
+    assert!(list(m.http, &add).starts_with("ERROR:"));
+    // A body over the bound: 413, and the route still answers after.
+    let big = vec![b'a'; bzhead::master::MAX_BODY + 1];
+    let (status, _) = http(m.http, "POST", "/db/", &[], &big);
+    assert_eq!(status, 413);
+    // POST elsewhere, and a body elsewhere: refused as before.
+    assert_eq!(http(m.http, "POST", "/api/servers", &[], b"").0, 405);
+    assert_eq!(http(m.http, "GET", "/api/servers", &[], b"x").0, 413);
+    assert_eq!(list(m.http, "action=LIST"), "");
+    let (_, metrics) = m.get("/metrics");
+    assert!(metrics.contains("bzhead_master_refused_total{protocol=\"bzflag\"} 1"), "{metrics}");
+}
