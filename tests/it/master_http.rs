@@ -131,3 +131,157 @@ fn the_list_server_refuses_forged_private_and_oversized_adds() {
     let (_, metrics) = m.get("/metrics");
     assert!(metrics.contains("bzhead_master_refused_total{protocol=\"bzflag\"} 1"), "{metrics}");
 }
+
+const STUNNEL: &str = "/usr/bin/stunnel4";
+const OPENSSL: &str = "/usr/bin/openssl";
+
+/// A child process killed on drop (its log kept).
+struct Proc(std::process::Child, crate::support::OutputBuf);
+
+impl Proc {
+    fn spawn(mut cmd: std::process::Command, label: &str) -> Proc {
+        use std::process::Stdio;
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let log = crate::support::OutputBuf::new();
+        if let Some(o) = child.stdout.take() {
+            log.attach(&format!("{label}-stdout"), o);
+        }
+        if let Some(e) = child.stderr.take() {
+            log.attach(&format!("{label}-stderr"), e);
+        }
+        Proc(child, log)
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        if thread::panicking() {
+            eprintln!("--- {:?} ---\n{}\n---", self.0.id(), self.1.tail(30));
+        }
+    }
+}
+
+/// A test certificate authority and a certificate for 127.0.0.1 it signed (openssl): the CA's file, and the
+/// certificate with its key in one file (stunnel's `cert`).
+fn test_ca(dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
+    crate::support::require_program(OPENSSL);
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_owned();
+    let ext = dir.join("ext.cnf");
+    std::fs::write(&ext, "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        .unwrap();
+    let steps: [Vec<String>; 3] = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=bzhead test CA", "-keyout"]
+            .map(String::from)
+            .into_iter()
+            .chain([p("ca.key"), "-out".into(), p("ca.pem")])
+            .collect(),
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout"]
+            .map(String::from)
+            .into_iter()
+            .chain([p("srv.key"), "-out".into(), p("srv.csr")])
+            .collect(),
+        ["x509", "-req", "-days", "1", "-CAcreateserial", "-in"]
+            .map(String::from)
+            .into_iter()
+            .chain([p("srv.csr"), "-CA".into(), p("ca.pem"), "-CAkey".into(), p("ca.key")])
+            .chain(["-extfile".into(), p("ext.cnf"), "-out".into(), p("srv.pem")])
+            .collect(),
+    ];
+    for args in steps {
+        let out = std::process::Command::new(OPENSSL).args(&args).output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut both = std::fs::read(dir.join("srv.pem")).unwrap();
+    both.extend(std::fs::read(dir.join("srv.key")).unwrap());
+    std::fs::write(dir.join("stunnel.pem"), both).unwrap();
+    (dir.join("ca.pem"), dir.join("stunnel.pem"))
+}
+
+#[test]
+fn a_real_ddnet_server_registers_over_https_through_the_udp_challenge() {
+    use crate::support::gameservers::DDNET_SERVER;
+    crate::support::require_program(STUNNEL);
+    crate::support::require_program(DDNET_SERVER);
+    let dir = TempDir::new("master-ddnet");
+    let plugins = real_plugin_dir();
+    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &["--allow-private".into()]);
+    // TLS in front of the monitor's HTTP listener, the way an operator runs it: stunnel with a certificate of a
+    // test CA.
+    let (ca, cert) = test_ca(&dir);
+    let tls = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let conf = dir.join("stunnel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "foreground = yes\npid =\n[register]\naccept = {tls}\nconnect = {}\ncert = {}\n",
+            m.http,
+            cert.display()
+        ),
+    )
+    .unwrap();
+    let mut stunnel_cmd = std::process::Command::new(STUNNEL);
+    stunnel_cmd.arg(&conf);
+    let _stunnel = Proc::spawn(stunnel_cmd, "stunnel");
+    wait_until("stunnel listening", WAIT, || TcpStream::connect(tls).ok());
+    // DDNet-Server's libcurl (Debian's, OpenSSL) reads the CA bundle compiled into it
+    // (/etc/ssl/certs/ca-certificates.crt) and ignores SSL_CERT_FILE and CURL_CA_BUNDLE (tried): the test CA is
+    // bind-mounted over that file in a mount namespace of the server's own (unshare), so nothing on the machine
+    // trusts it but this one process. It registers with our URL only (sv_register_url), never the real masters.
+    let port = free_port();
+    let home = TempDir::new("master-ddnet-home");
+    let name = "bzhead master test";
+    let server = format!(
+        "mount --bind {ca} /etc/ssl/certs/ca-certificates.crt && exec {DDNET_SERVER} 'sv_port {port}' \
+         'sv_ipv4only 1' 'bindaddr 127.0.0.1' 'sv_register 1' \
+         'sv_register_url \"https://{tls}/ddnet/15/register\"' 'sv_name \"{name}\"'",
+        ca = ca.display()
+    );
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", &server]);
+    cmd.env("HOME", home.path()).current_dir(home.path());
+    let ddnet = Proc::spawn(cmd, "ddnet");
+    let url = format!("http://{}/ddnet/15/servers.json", m.http);
+    let six = format!("tw-0.6+udp://127.0.0.1:{port}");
+    let entry = wait_until("DDNet-Server in servers.json", WAIT * 2, || {
+        let (_, body) = http(m.http, "GET", "/ddnet/15/servers.json", &[], b"");
+        let v: Value = serde_json::from_str(&body).ok()?;
+        v["servers"]
+            .as_array()?
+            .iter()
+            .find(|s| s["addresses"].as_array().is_some_and(|a| a.contains(&six.clone().into())))
+            .cloned()
+    });
+    assert_eq!(entry["info"]["name"], name, "{entry}\n{}", ddnet.1.text());
+    assert_eq!(entry["info"]["map"]["name"], "Tutorial", "{entry}");
+    assert!(
+        entry["addresses"].as_array().unwrap().contains(&format!("tw-0.7+udp://127.0.0.1:{port}").into()),
+        "{entry}"
+    );
+    let (_, metrics) = m.get("/metrics");
+    assert!(metrics.contains("bzhead_master_registrations_total{protocol=\"ddnet\"} 2"), "{metrics}");
+    assert!(metrics.contains("bzhead_master_challenges_failed_total{protocol=\"ddnet\"} 0"), "{metrics}");
+    // bzhead's own client reads the list and queries the server.
+    let p = plugins.path().to_str().unwrap();
+    let out = run_bzhead(
+        [
+            "scan",
+            "--plugin-dir",
+            p,
+            "--master",
+            &url,
+            "--master-protocol",
+            "ddnet-http",
+            "--protocol",
+            "teeworlds",
+            "--allow-private",
+            "--json",
+        ],
+        WAIT * 3,
+    );
+    let results: Vec<Value> = out.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(results.iter().any(|r| r["name"] == name && r["ok"] == true), "{}", out.describe());
+    drop(ddnet);
+}
