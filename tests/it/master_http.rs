@@ -285,3 +285,96 @@ fn a_real_ddnet_server_registers_over_https_through_the_udp_challenge() {
     assert!(results.iter().any(|r| r["name"] == name && r["ok"] == true), "{}", out.describe());
     drop(ddnet);
 }
+
+/// An upstream DDNet master on loopback that the test can kill: serves `body` as `servers.json` until dropped
+/// (then its port refuses connections).
+struct DyingMaster {
+    addr: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl DyingMaster {
+    fn start(body: String) -> DyingMaster {
+        use std::sync::atomic::Ordering;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = thread::spawn(move || {
+            while !flag.load(Ordering::SeqCst) {
+                let Ok((mut s, _)) = l.accept() else {
+                    thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_read_timeout(Some(WAIT));
+                let mut head = [0u8; 4096];
+                let _ = s.read(&mut head);
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        DyingMaster { addr, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for DyingMaster {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_dead_upstream_master_keeps_its_last_list_served_with_provenance() {
+    use crate::support::gameservers::GameServer;
+    let ddnet = GameServer::ddnet("bzhead federated");
+    let six = format!("tw-0.6+udp://{}", ddnet.addr());
+    let upstream = DyingMaster::start(
+        serde_json::json!({"servers": [{"addresses": [six], "info": {"name": "bzhead federated"}}]}).to_string(),
+    );
+    let url = format!("http://{}/ddnet/15/servers.json", upstream.addr);
+    let dir = TempDir::new("master-federation");
+    let config = dir.join("monitor.toml");
+    std::fs::write(
+        &config,
+        format!("interval = 1\nallow_private = true\n[[master]]\nprotocol = \"ddnet-http\"\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    let plugins = real_plugin_dir();
+    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &["--config".into(), config.to_str().unwrap().into()]);
+    let entry = |m: &MonitorProc| -> Option<Value> {
+        let (_, body) = m.get("/api/masters");
+        let v: Value = serde_json::from_str(&body).ok()?;
+        v["servers"].as_array()?.iter().find(|s| s["address"] == ddnet.addr().to_string()).cloned()
+    };
+    // Mirrored, and served in the downstream's own servers.json (with what the monitor's query found).
+    let e = wait_until("mirrored and answered", WAIT * 2, || entry(&m).filter(|e| e["last_ok"].is_i64()));
+    assert_eq!(e["upstreams"], serde_json::json!([url]), "{e}");
+    assert_eq!((e["direct"].clone(), e["upstreams_stale"].clone()), (Value::Null, false.into()), "{e}");
+    let served = |m: &MonitorProc| http(m.http, "GET", "/ddnet/15/servers.json", &[], b"").1;
+    assert!(served(&m).contains(&six_of(&ddnet)), "{}", served(&m));
+    // The upstream dies: the last list stays, marked stale.
+    drop(upstream);
+    let e = wait_until("stale provenance", WAIT * 2, || entry(&m).filter(|e| e["upstreams_stale"] == true));
+    assert_eq!(e["upstreams"], serde_json::json!([url]), "{e}");
+    let (_, body) = m.get("/api/masters");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert!(v["upstreams"][0]["failing_since"].is_i64() && v["upstreams"][0]["stale"] == true, "{v}");
+    let list = served(&m);
+    assert!(list.contains(&six_of(&ddnet)) && list.contains("bzhead federated"), "{list}");
+    let (_, metrics) = m.get("/metrics");
+    assert!(metrics.contains(&format!("bzhead_master_upstream_ok{{upstream=\"{url}\"}} 0")), "{metrics}");
+    assert!(metrics.contains(&format!("bzhead_master_upstream_entries{{upstream=\"{url}\"}} 1")), "{metrics}");
+}
+
+fn six_of(s: &crate::support::gameservers::GameServer) -> String {
+    format!("tw-0.6+udp://{}", s.addr())
+}
