@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::monitor::MonitorProc;
 use crate::support::plugins::real_plugin_dir;
-use crate::support::{free_port, run_bzhead, Bzfs, TempDir, WAIT};
+use crate::support::{free_port, Bzfs, TempDir, WAIT};
 
 /// One HTTP/1.1 request with `Connection: close`: status and body.
 fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
@@ -39,6 +39,14 @@ fn list(addr: SocketAddr, form: &str) -> String {
         http(addr, "POST", "/db/", &[("Content-Type", "application/x-www-form-urlencoded")], form.as_bytes());
     assert_eq!(status, 200, "{body}");
     body
+}
+
+/// `bzhead scan --master URL --master-protocol MP --protocol P --allow-private --json`: its results.
+fn scan_master(plugins: &TempDir, url: &str, master_protocol: &str, protocol: &str) -> Vec<Value> {
+    let p = plugins.path().to_str().unwrap();
+    let args =
+        ["scan", "--plugin-dir", p, "--master", url, "--master-protocol", master_protocol, "--protocol", protocol];
+    crate::monitor_masters::scan_json(&[&args[..], &["--allow-private", "--json"]].concat())
 }
 
 fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
@@ -76,25 +84,8 @@ fn a_real_bzfs_registers_is_listed_and_removes_itself() {
     assert_eq!(json["servers"][0][0], nameport.as_str(), "{json}");
     assert_eq!(json["fields"][0], "addr");
     // bzhead's own client reads it and queries the server.
-    let p = plugins.path().to_str().unwrap();
-    let out = run_bzhead(
-        [
-            "scan",
-            "--plugin-dir",
-            p,
-            "--master",
-            &url,
-            "--master-protocol",
-            "bzflag-list",
-            "--protocol",
-            "bzflag",
-            "--allow-private",
-            "--json",
-        ],
-        WAIT * 3,
-    );
-    let results: Vec<Value> = out.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(results.iter().any(|r| r["address"] == bzfs.addr().to_string() && r["ok"] == true), "{}", out.describe());
+    let results = scan_master(&plugins, &url, "bzflag-list", "bzflag");
+    assert!(results.iter().any(|r| r["address"] == bzfs.addr().to_string() && r["ok"] == true), "{results:?}");
     // The API shows it registered directly, with its counts from the gameinfo.
     let (_, api) = m.get("/api/masters");
     let v: Value = serde_json::from_str(&api).unwrap();
@@ -259,25 +250,8 @@ fn a_real_ddnet_server_registers_over_https_through_the_udp_challenge() {
     assert!(metrics.contains("bzhead_master_registrations_total{protocol=\"ddnet\"} 2"), "{metrics}");
     assert!(metrics.contains("bzhead_master_challenges_failed_total{protocol=\"ddnet\"} 0"), "{metrics}");
     // bzhead's own client reads the list and queries the server.
-    let p = plugins.path().to_str().unwrap();
-    let out = run_bzhead(
-        [
-            "scan",
-            "--plugin-dir",
-            p,
-            "--master",
-            &url,
-            "--master-protocol",
-            "ddnet-http",
-            "--protocol",
-            "teeworlds",
-            "--allow-private",
-            "--json",
-        ],
-        WAIT * 3,
-    );
-    let results: Vec<Value> = out.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(results.iter().any(|r| r["name"] == name && r["ok"] == true), "{}", out.describe());
+    let results = scan_master(&plugins, &url, "ddnet-http", "teeworlds");
+    assert!(results.iter().any(|r| r["name"] == name && r["ok"] == true), "{results:?}");
     drop(ddnet);
 }
 
