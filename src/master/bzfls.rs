@@ -379,4 +379,26 @@ mod tests {
         let bad = form(&[("action", "ADD"), ("nameport", "x:0"), ("version", "V"), ("gameinfo", "zz")]);
         assert!(matches!(l.handle(&bad, src, 1), Answer::Now(_, _, ref b) if b.starts_with("ERROR")));
     }
+
+    #[test]
+    fn a_flood_from_one_address_stays_within_the_caps() {
+        let src: IpAddr = "93.184.216.5".parse().unwrap();
+        let mut l = ListServer::new(false);
+        for port in 1..=100u16 {
+            let np = format!("93.184.216.5:{port}");
+            let f = |k: &str| match k {
+                "action" => Some("ADD".to_owned()),
+                "nameport" => Some(np.clone()),
+                "version" => Some("BZFS0221".to_owned()),
+                "gameinfo" => Some("00".to_owned()),
+                _ => None,
+            };
+            if let Answer::Check(c) = l.handle(&f, src, 1) {
+                let _ = l.checked(c, Ok(SocketAddr::new(src, port)), 1);
+            }
+        }
+        assert_eq!(l.entries().count(), MAX_PER_ADDRESS);
+        assert_eq!(l.counts().refused, 100 - MAX_PER_ADDRESS as u64);
+        assert_eq!(l.checks_running(), 0);
+    }
 }

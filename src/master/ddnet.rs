@@ -476,4 +476,23 @@ mod tests {
         h.push(("Action", "delete".into()));
         assert_eq!(m.register(&headers(h), b"", src, 1).status, 400);
     }
+
+    #[test]
+    fn a_flood_from_one_address_stays_within_the_caps() {
+        let src: IpAddr = "93.184.216.7".parse().unwrap();
+        let mut m = DdnetMaster::new(false, 0);
+        for port in 1..=1000u16 {
+            let addr = DdAddr { proto: Proto::V6, addr: SocketAddr::new(src, port) };
+            let h = vec![
+                ("Address", format!("tw-0.6+udp://connecting-address.invalid:{port}")),
+                ("Secret", format!("s{port}")),
+                ("Challenge-Secret", "c".to_owned()),
+                ("Info-Serial", "1".to_owned()),
+                ("Challenge-Token", token(&m.key, &addr)),
+            ];
+            let _ = m.register(&headers(h), b"{\"name\":\"x\"}", src, 1);
+        }
+        assert_eq!(m.servers().count(), MAX_PER_IP);
+        assert_eq!(m.counts().refused, 1000 - MAX_PER_IP as u64);
+    }
 }
