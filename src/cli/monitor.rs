@@ -767,6 +767,8 @@ fn serve_http(
                 match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
                     Routed::Response(mut r) => {
                         if request.path == "/metrics" {
+                            // Leases run out on the clock, not only on requests to the masters.
+                            side.masters.tick(unix_now());
                             r.body.extend_from_slice(metrics::render_masters(&side.masters).as_bytes());
                         }
                         let mut resp = Response::new(r.status, r.content_type, r.body);
