@@ -87,6 +87,11 @@ pub struct MonitorArgs {
     /// and the metrics [default: 604800, 7 days].
     #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(FORGET_AFTER.0, FORGET_AFTER.1))]
     forget_after: Option<f64>,
+    /// Behind a reverse proxy on this machine (nginx: `proxy_set_header X-Real-IP $remote_addr`), the masters take
+    /// a registering server's address from this request header, on requests from loopback only (DDNet mastersrv's
+    /// --connecting-ip-header).
+    #[arg(long, value_name = "NAME")]
+    master_ip_header: Option<String>,
     /// Stop after this many rounds (for tests and benchmarks).
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u64, u64::MAX))]
     rounds: Option<u64>,
@@ -408,7 +413,7 @@ impl<'a> Running<'a> {
             targets,
             joins,
             http_masters,
-            side: MasterSide::new(a.allow_private, udp_masters),
+            side: MasterSide::new(a.allow_private, udp_masters, a.master_ip_header.clone()),
             monitor,
             reactor,
             db: Some(Box::new(Database::new(db.path.clone(), db.retention, unix_now))),
@@ -821,25 +826,33 @@ struct MasterSide {
     udp: [Option<std::net::UdpSocket>; 2],
     /// UDP masters: address, name, protocol of the entries.
     udp_masters: Vec<(SocketAddr, String, String)>,
+    /// `--master-ip-header`.
+    ip_header: Option<String>,
 }
 
 impl MasterSide {
-    fn new(allow_private: bool, udp_masters: Vec<(SocketAddr, String, String)>) -> MasterSide {
-        MasterSide {
-            masters: Masters::new(allow_private, unix_now()),
-            checks: Vec::new(),
-            udp: [None, None],
-            udp_masters,
-        }
+    fn new(
+        allow_private: bool,
+        udp_masters: Vec<(SocketAddr, String, String)>,
+        ip_header: Option<String>,
+    ) -> MasterSide {
+        let masters = Masters::new(allow_private, unix_now());
+        MasterSide { masters, checks: Vec::new(), udp: [None, None], udp_masters, ip_header }
     }
 
     /// A master request: answered now, after a check, or with a challenge sent.
     fn request(&mut self, reactor: &mut Reactor, conn: HttpConnId, req: &bzhead::http::Request, monitor: &Monitor) {
         let Some(peer) = reactor.http_peer(conn) else { return };
-        let ip = match peer.ip() {
+        let mut ip = match peer.ip() {
             std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer.ip(), std::net::IpAddr::V4),
             v4 => v4,
         };
+        // A proxy on this machine says whom it forwards (only a loopback peer is believed).
+        if let (true, Some(h)) = (ip.is_loopback(), &self.ip_header) {
+            if let Some(forwarded) = req.header(h).and_then(|v| v.trim().parse::<std::net::IpAddr>().ok()) {
+                ip = forwarded;
+            }
+        }
         let served = self.masters.handle(req, ip, unix_now(), monitor);
         self.serve(reactor, conn, served);
     }

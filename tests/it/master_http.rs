@@ -108,7 +108,7 @@ fn the_list_server_refuses_forged_private_and_oversized_adds() {
     let dir = TempDir::new("master-bzfls-hostile");
     let plugins = real_plugin_dir();
     // Without --allow-private: a loopback server is refused.
-    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &[]);
+    let m = MonitorProc::start(&dir.join("m.db"), &plugins, &["--master-ip-header".into(), "X-Real-IP".into()]);
     let port = free_port();
     let add = format!("action=ADD&nameport=127.0.0.1:{port}&version=BZFS0221&gameinfo=00&build=x&title=t");
     assert!(list(m.http, &add).starts_with("ERROR:"));
@@ -122,6 +122,14 @@ fn the_list_server_refuses_forged_private_and_oversized_adds() {
     assert_eq!(list(m.http, "action=LIST"), "");
     let (_, metrics) = m.get("/metrics");
     assert!(metrics.contains("bzhead_master_refused_total{protocol=\"bzflag\"} 1"), "{metrics}");
+    // A DDNet delete from loopback is refused as private; through a local proxy's X-Real-IP it is judged as from
+    // the forwarded address (no datagram or connection goes anywhere for a delete).
+    let delete = [("Address", "tw-0.6+udp://connecting-address.invalid:8303"), ("Secret", "s"), ("Action", "delete")];
+    let (status, body) = http(m.http, "POST", "/ddnet/15/register", &delete, b"");
+    assert!(status == 400 && body.contains("private"), "{status} {body}");
+    let forwarded = [&delete[..], &[("X-Real-IP", "93.184.216.34")]].concat();
+    let (status, body) = http(m.http, "POST", "/ddnet/15/register", &forwarded, b"");
+    assert!(status == 400 && body.contains("could not find registered server"), "{status} {body}");
 }
 
 const STUNNEL: &str = "/usr/bin/stunnel4";
