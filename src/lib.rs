@@ -86,6 +86,9 @@ pub mod env;
 pub mod fetch;
 #[forbid(unsafe_code)]
 pub mod http;
+/// The monitor as a master: the BZFlag list server, DDNet's HTTP master, the merged list with provenance.
+#[forbid(unsafe_code)]
+pub mod master;
 #[forbid(unsafe_code)]
 pub mod monitor;
 #[forbid(unsafe_code)]

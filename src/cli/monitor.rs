@@ -22,10 +22,11 @@ use bzhead::bzflag::consts::{PlayerType, Team};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::{sse_event, sse_head, Limits, Response};
+use bzhead::master::{self, Masters, Served};
 use bzhead::monitor::api::{self, Routed};
 use bzhead::monitor::config::{self, Config};
 use bzhead::monitor::masters::{self, Fetched, Format};
-use bzhead::monitor::metrics::Own;
+use bzhead::monitor::metrics::{self, Own};
 use bzhead::monitor::store::{self, Batch, Database, Retention, WriteDone, WriteQueue, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
 use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
@@ -86,6 +87,11 @@ pub struct MonitorArgs {
     /// and the metrics [default: 604800, 7 days].
     #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(FORGET_AFTER.0, FORGET_AFTER.1))]
     forget_after: Option<f64>,
+    /// Behind a reverse proxy on this machine (nginx: `proxy_set_header X-Real-IP $remote_addr`), the masters take
+    /// a registering server's address from this request header, on requests from loopback only (DDNet mastersrv's
+    /// --connecting-ip-header).
+    #[arg(long, value_name = "NAME")]
+    master_ip_header: Option<String>,
     /// Stop after this many rounds (for tests and benchmarks).
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u64, u64::MAX))]
     rounds: Option<u64>,
@@ -147,6 +153,9 @@ struct Sources {
     joins: Vec<JoinCheck>,
     /// Lists fetched over HTTP(S) each round.
     http_masters: Vec<(Format, String)>,
+    /// UDP masters: their address, the name they are mirrored under (`protocol@address`) and the protocol of
+    /// their entries.
+    udp_masters: Vec<(SocketAddr, String, String)>,
 }
 
 fn split_source(s: &str, what: &str) -> Result<(String, String), String> {
@@ -184,6 +193,7 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
         }
     }
     let mut http_masters = Vec::new();
+    let mut udp_masters = Vec::new();
     for m in &cfg.master {
         if let Some(format) = Format::from_name(&m.protocol) {
             let Some(url) = &m.url else {
@@ -206,9 +216,11 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
             game_protocol: m.game_protocol.map(|p| p.to_string()),
             filters: m.filters.clone(),
         };
-        targets.push(front::master_target(set, &spec).map_err(|e| e.to_string())?);
+        let t = front::master_target(set, &spec).map_err(|e| e.to_string())?;
+        udp_masters.push((t.addr, format!("{}@{}", m.protocol, address), servers.clone()));
+        targets.push(t);
     }
-    Ok(Sources { targets, joins, http_masters })
+    Ok(Sources { targets, joins, http_masters, udp_masters })
 }
 
 /// The command.
@@ -282,8 +294,10 @@ impl Settings {
         let set = PluginSet::load_standard(&plugin_dirs(&a.dirs.plugin_dir));
         let started = Instant::now();
         let sources = sources(&set, &cfg, started).map_err(usage)?;
-        if sources.targets.is_empty() && sources.http_masters.is_empty() {
-            return Err(usage("nothing to monitor: give --server, --list or --config".into()));
+        if sources.targets.is_empty() && sources.http_masters.is_empty() && a.http.is_none() && cfg.http.is_none() {
+            return Err(usage(
+                "nothing to monitor: give --server, --list, --config or --http (to serve as a master)".into(),
+            ));
         }
         let retention = Retention {
             samples_days: cfg.samples_days.unwrap_or(Retention::default().samples_days),
@@ -330,6 +344,8 @@ struct Running<'a> {
     targets: Vec<Target>,
     joins: Vec<JoinCheck>,
     http_masters: Vec<(Format, String)>,
+    /// The masters served on the HTTP listener, and their I/O.
+    side: MasterSide,
     monitor: Monitor,
     reactor: Reactor,
     /// The database, while no write job holds it.
@@ -342,8 +358,8 @@ struct Running<'a> {
     write_job: Option<JobId>,
     /// After a failed write: no new job before this (unless a new round comes).
     write_retry_at: Option<Instant>,
-    /// List fetches running: the job and its round.
-    fetch_jobs: Vec<(JobId, u64)>,
+    /// List fetches running: the job, its round and its master (an index into `http_masters`).
+    fetch_jobs: Vec<(JobId, u64, usize)>,
     /// Lists of this round not fetched yet.
     fetches_left: usize,
     signals: Receiver<i32>,
@@ -362,7 +378,7 @@ impl<'a> Running<'a> {
     /// Loads the database and starts the reactor and the HTTP listener.
     fn start(a: &'a MonitorArgs, s: Settings) -> Result<Running<'a>, (u8, String)> {
         let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg } = s;
-        let Sources { targets, joins, http_masters } = sources;
+        let Sources { targets, joins, http_masters, udp_masters } = sources;
         // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
         let loaded = store::open(&db.path)
             .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points).map_err(store::OpenError::from))
@@ -376,8 +392,11 @@ impl<'a> Running<'a> {
         let listener = match &http {
             Some(addr) => {
                 let sa: SocketAddr = resolve(addr, 8080).map_err(|e| (exit::USAGE, format!("--http {addr}: {e}")))?;
+                // The masters' registration routes take a small body; every other route refuses one.
+                let limits =
+                    Limits { max_body: master::MAX_BODY, body_routes: master::BODY_ROUTES, ..Limits::from_env() };
                 let (id, local) = reactor
-                    .add_http_listener(sa, Limits::from_env())
+                    .add_http_listener(sa, limits)
                     .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
                 reactor.http_allow_hosts(id, &a.allow_host);
                 eprintln!("bzhead: monitor API on http://{local}/");
@@ -394,6 +413,7 @@ impl<'a> Running<'a> {
             targets,
             joins,
             http_masters,
+            side: MasterSide::new(a.allow_private, udp_masters, a.master_ip_header.clone()),
             monitor,
             reactor,
             db: Some(Box::new(Database::new(db.path.clone(), db.retention, unix_now))),
@@ -435,7 +455,8 @@ impl<'a> Running<'a> {
             let join_view: Vec<(String, bool, Option<f64>)> =
                 self.joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
             if self.listener.is_some() {
-                serve_http(&mut self.reactor, &self.monitor, &self.own, &join_view, &mut self.streams);
+                let m = (&self.monitor, &self.own, join_view.as_slice());
+                serve_http(&mut self.reactor, m, &mut self.side, &mut self.streams);
             }
             if self.a.rounds.is_some_and(|n| self.own.rounds >= n) && self.round.is_none() {
                 break;
@@ -508,10 +529,15 @@ impl<'a> Running<'a> {
                         self.db = Some(Box::new(Database::new(path, retention, unix_now)));
                     }
                 }
-            } else if let Some(i) = self.fetch_jobs.iter().position(|(j, _)| *j == id) {
-                let (_, round) = self.fetch_jobs.swap_remove(i);
+            } else if let Some(i) = self.fetch_jobs.iter().position(|(j, ..)| *j == id) {
+                let (_, round, which) = self.fetch_jobs.swap_remove(i);
                 let outcome = result.downcast::<Fetched>().map_or_else(|_| Err("the fetch failed".to_owned()), |b| *b);
+                if let Some((_, url)) = self.http_masters.get(which) {
+                    self.side.mirror_http(url, &outcome);
+                }
                 self.take_list(round, outcome);
+            } else {
+                self.side.job_done(&mut self.reactor, id, result);
             }
         }
     }
@@ -565,10 +591,10 @@ impl<'a> Running<'a> {
         self.monitor.begin_round(unix_now());
         self.round = Some((front::start(&mut self.reactor, p, cfg, &self.targets), now));
         let round = self.monitor.round();
-        for (format, url) in &self.http_masters {
+        for (which, (format, url)) in self.http_masters.iter().enumerate() {
             let (format, url) = (*format, url.clone());
             let id = self.reactor.submit_on(FETCH_LANE, move || Box::new(masters::fetch(format, &url)) as JobResult);
-            self.fetch_jobs.push((id, round));
+            self.fetch_jobs.push((id, round, which));
         }
         self.fetches_left = self.http_masters.len();
         // The next round one interval after this one began, plus up to 5% of jitter.
@@ -606,8 +632,10 @@ impl<'a> Running<'a> {
     fn take_results(&mut self) {
         let mut expanded = false;
         let monitor = &mut self.monitor;
+        let side = &mut self.side;
         front::drain(&mut self.reactor, |r| {
             expanded |= r.outcome.as_ref().is_ok_and(|a| a.servers().is_some());
+            side.mirror_udp(r);
             monitor.observe(r);
         });
         if expanded {
@@ -640,6 +668,7 @@ impl<'a> Running<'a> {
             if *accepted && *udp {
                 let secs = at.saturating_duration_since(*began).as_secs_f64();
                 j.last = Some((true, Some(secs)));
+                self.side.masters.verified.insert(j.addr, unix_now());
                 self.own.joins_ok += 1;
                 info!(server = %j.addr, seconds = secs, "verify_join: joined");
                 reactor.leave(sid);
@@ -722,20 +751,31 @@ impl<'a> Running<'a> {
     }
 }
 
+/// What the monitor's own routes answer from: its state, its counters, the join checks.
+type MonitorView<'a> = (&'a Monitor, &'a Own, &'a [(String, bool, Option<f64>)]);
+
 /// Answers the HTTP requests of this turn and pushes new events to the change-feed streams.
 fn serve_http(
     reactor: &mut Reactor,
-    monitor: &Monitor,
-    own: &Own,
-    joins: &[(String, bool, Option<f64>)],
+    (monitor, own, joins): MonitorView,
+    side: &mut MasterSide,
     streams: &mut Vec<(HttpConnId, u64)>,
 ) {
     while let Some(ev) = reactor.poll_http_event() {
         match ev {
             HttpEvent::Request { conn, request, .. } => {
+                if Masters::serves(&request.path) {
+                    side.request(reactor, conn, &request, monitor);
+                    continue;
+                }
                 let param = |k: &str| request.query_param(k);
                 match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
-                    Routed::Response(r) => {
+                    Routed::Response(mut r) => {
+                        if request.path == "/metrics" {
+                            // Leases run out on the clock, not only on requests to the masters.
+                            side.masters.tick(unix_now());
+                            r.body.extend_from_slice(metrics::render_masters(&side.masters).as_bytes());
+                        }
                         let mut resp = Response::new(r.status, r.content_type, r.body);
                         if r.content_type.starts_with("text/html") {
                             resp = resp.with_header("Content-Security-Policy", api::PAGE_CSP);
@@ -769,4 +809,110 @@ fn serve_http(
 
 fn signals_pending(rx: &Receiver<i32>) -> bool {
     rx.try_recv().is_ok()
+}
+
+/// The worker lane of the BZFlag connect-back checks (each at most [`master::bzfls::CONNECT_BACK_TIMEOUT`]; at most
+/// [`master::bzfls::MAX_CHECKS`] at once; not waited for at exit).
+const CHECK_LANE: Lane = Lane::new("master-check", false);
+
+/// The masters served on the HTTP listener and their I/O: the connect-back checks on the worker, the DDNet
+/// challenges sent from a UDP socket of their own (non-blocking: a datagram that cannot go now is counted, and the
+/// server's next register, 15 s later, brings another), and the mirror of the upstream masters.
+struct MasterSide {
+    masters: Masters,
+    /// Connect-back checks running: the job and the connection waiting for the answer.
+    checks: Vec<(JobId, HttpConnId, master::bzfls::Check)>,
+    /// The challenge sockets (IPv4, IPv6), opened on first use.
+    udp: [Option<std::net::UdpSocket>; 2],
+    /// UDP masters: address, name, protocol of the entries.
+    udp_masters: Vec<(SocketAddr, String, String)>,
+    /// `--master-ip-header`.
+    ip_header: Option<String>,
+}
+
+impl MasterSide {
+    fn new(
+        allow_private: bool,
+        udp_masters: Vec<(SocketAddr, String, String)>,
+        ip_header: Option<String>,
+    ) -> MasterSide {
+        let masters = Masters::new(allow_private, unix_now());
+        MasterSide { masters, checks: Vec::new(), udp: [None, None], udp_masters, ip_header }
+    }
+
+    /// A master request: answered now, after a check, or with a challenge sent.
+    fn request(&mut self, reactor: &mut Reactor, conn: HttpConnId, req: &bzhead::http::Request, monitor: &Monitor) {
+        let Some(peer) = reactor.http_peer(conn) else { return };
+        let mut ip = match peer.ip() {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer.ip(), std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        // A proxy on this machine says whom it forwards (only a loopback peer is believed).
+        if let (true, Some(h)) = (ip.is_loopback(), &self.ip_header) {
+            if let Some(forwarded) = req.header(h).and_then(|v| v.trim().parse::<std::net::IpAddr>().ok()) {
+                ip = forwarded;
+            }
+        }
+        let served = self.masters.handle(req, ip, unix_now(), monitor);
+        self.serve(reactor, conn, served);
+    }
+
+    fn serve(&mut self, reactor: &mut Reactor, conn: HttpConnId, served: Served) {
+        match served {
+            Served::Response(status, ct, body) => reactor.http_respond(conn, &Response::new(status, ct, body)),
+            Served::Challenge(status, body, to, packet) => {
+                if !self.send(to, &packet) {
+                    self.masters.challenges_unsent += 1;
+                }
+                reactor.http_respond(conn, &Response::new(status, "application/json", body));
+            }
+            Served::Check(check) => {
+                let (nameport, source) = (check.listing.nameport.clone(), check.source);
+                let job = reactor.submit_on(CHECK_LANE, move || {
+                    Box::new(master::bzfls::connect_back(&nameport, source)) as JobResult
+                });
+                self.checks.push((job, conn, check));
+            }
+        }
+    }
+
+    fn send(&mut self, to: SocketAddr, packet: &[u8]) -> bool {
+        let (slot, bind) = if to.is_ipv4() { (0, "0.0.0.0:0") } else { (1, "[::]:0") };
+        if self.udp[slot].is_none() {
+            self.udp[slot] = std::net::UdpSocket::bind(bind).and_then(|s| s.set_nonblocking(true).map(|()| s)).ok();
+        }
+        self.udp[slot].as_ref().is_some_and(|s| s.send_to(packet, to).is_ok())
+    }
+
+    /// A finished worker job: a connect-back check's outcome answers its request.
+    fn job_done(&mut self, reactor: &mut Reactor, id: JobId, result: JobResult) {
+        let Some(i) = self.checks.iter().position(|(j, ..)| *j == id) else { return };
+        let (_, conn, check) = self.checks.swap_remove(i);
+        let outcome =
+            result.downcast::<Result<SocketAddr, String>>().map_or_else(|_| Err("the check failed".to_owned()), |b| *b);
+        let served = self.masters.checked(check, outcome, unix_now());
+        self.serve(reactor, conn, served);
+    }
+
+    /// An HTTP master's list (or its failure), mirrored.
+    fn mirror_http(&mut self, url: &str, outcome: &Fetched) {
+        match outcome {
+            Ok(entries) => self.masters.registry.listed(url, entries.iter().map(|e| (e.protocol, e.addr)), unix_now()),
+            Err(e) => self.masters.registry.failed(url, e, unix_now()),
+        }
+    }
+
+    /// A UDP master's answer (or its failure), mirrored: its entries are of the protocol the round queries them
+    /// with (the master target's `servers`).
+    fn mirror_udp(&mut self, r: &bzhead::query::QueryResult) {
+        let Some((_, name, protocol)) = self.udp_masters.iter().find(|(a, ..)| *a == r.address) else { return };
+        match &r.outcome {
+            Ok(a) => {
+                if let Some(list) = a.servers() {
+                    self.masters.registry.listed(name, list.iter().map(|s| (protocol.as_str(), *s)), unix_now());
+                }
+            }
+            Err(e) => self.masters.registry.failed(name, &e.to_string(), unix_now()),
+        }
+    }
 }
