@@ -38,6 +38,10 @@
 //!    * [`monitor`]: `bzhead monitor`: the sans-IO core of continuous scans (rounds of [`query`] results in,
 //!      events and database batches out), the history in SQLite ([`monitor::store`], the only SQL of the crate),
 //!      the change feed, the HTTP API's answers and metrics. The command drives its scans on the reactor.
+//!    * [`master`]: the monitor as a master (on the monitor's state): the BZFlag list server, DDNet's HTTP master
+//!      and the merged list with provenance, sans-IO; the command serves them on its HTTP listener.
+//!    * [`env`]: the learning environments' game side (observations, rays through the world, actions, rewards
+//!      from the game's events, the decision clock) on a bot's view; `bzhead.env` in Python wraps it.
 //!
 //! Where I/O happens: sockets and timers only in [`reactor`]; blocking or peer-sized work on the reactor's one
 //! worker mechanism ([`reactor`]'s `worker`: jobs on named lanes, one thread each, results back through the poll's
@@ -115,7 +119,7 @@ mod map_tests {
     /// The top-level modules in the map's order.
     const MAP: &[&str] = &[
         "wire", "text", "args", "bzflag", "query", "http", "record", "cache", "reactor", "observer", "netwatch", "bot",
-        "bzrc", "fetch", "web", "monitor",
+        "bzrc", "fetch", "web", "monitor", "master", "env",
     ];
 
     fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

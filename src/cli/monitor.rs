@@ -26,7 +26,7 @@ use bzhead::master::{self, Masters, Served};
 use bzhead::monitor::api::{self, Routed};
 use bzhead::monitor::config::{self, Config};
 use bzhead::monitor::masters::{self, Fetched, Format};
-use bzhead::monitor::metrics::{self, Own};
+use bzhead::monitor::metrics::Own;
 use bzhead::monitor::store::{self, Batch, Database, Retention, WriteDone, WriteQueue, Written};
 use bzhead::monitor::{Monitor, MonitorConfig};
 use bzhead::query::filter::{MasterPolicy, DEFAULT_MAX_PORTS_PER_HOST};
@@ -774,7 +774,7 @@ fn serve_http(
                         if request.path == "/metrics" {
                             // Leases run out on the clock, not only on requests to the masters.
                             side.masters.tick(unix_now());
-                            r.body.extend_from_slice(metrics::render_masters(&side.masters).as_bytes());
+                            r.body.extend_from_slice(bzhead::master::metrics::render_masters(&side.masters).as_bytes());
                         }
                         let mut resp = Response::new(r.status, r.content_type, r.body);
                         if r.content_type.starts_with("text/html") {

@@ -2,6 +2,7 @@
 //!
 //! * [`bzfls`]: the BZFlag list server (`/db/`: `ADD` with the connect-back check, `REMOVE`, `LIST`).
 //! * [`ddnet`]: DDNet's HTTP master (`/ddnet/15/register` with the UDP challenge, `/ddnet/15/servers.json`).
+//! * [`metrics`]: their part of the Prometheus exposition.
 //! * [`registry`]: the merged list with provenance: the upstream masters the monitor reads (its `[[master]]`
 //!   sources), mirrored, and the servers registered directly.
 //!
@@ -10,6 +11,7 @@
 
 pub mod bzfls;
 pub mod ddnet;
+pub mod metrics;
 pub mod registry;
 
 /// Most bytes of a request body on the masters' routes (`/db/`, `/ddnet/15/register`): a bzfs `ADD` is well under
