@@ -14,6 +14,7 @@
 //!   bounded buffers and timeouts) that the reactor serves next to the sessions; [`web`] builds the live web view
 //!   of `observe --web` on it.
 //! * [`monitor`]: `bzhead monitor`: continuous scans, history in SQLite, change feed, HTTP API and metrics.
+//! * [`master`]: the master servers the monitor serves (dpmaster's UDP protocol), sans-IO engines on the reactor.
 //! * [`query`]: the server-query host: C-ABI protocol plugins (loaded with `libloading`), the sans-IO scan
 //!   scheduler the reactor drives next to the sessions, and the result shape shared by every protocol.
 //! * [`record`]: session recordings (`--record`) and their offline replay through the same engine.
@@ -58,6 +59,8 @@ pub mod cache;
 pub mod fetch;
 #[forbid(unsafe_code)]
 pub mod http;
+#[forbid(unsafe_code)]
+pub mod master;
 #[forbid(unsafe_code)]
 pub mod monitor;
 #[forbid(unsafe_code)]
