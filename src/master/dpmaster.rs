@@ -375,6 +375,8 @@ pub struct Dpmaster {
     challenges: Challenges,
     out: VecDeque<UdpTransmit>,
     counters: Counters,
+    /// Servers with a listing (the others are pending).
+    listed: usize,
 }
 
 /// Where a request's replies go: the socket it came to and its source as it came.
@@ -418,13 +420,14 @@ impl Dpmaster {
             challenges: Challenges::default(),
             out: VecDeque::new(),
             counters: Counters::default(),
+            listed: 0,
         }
     }
 
-    /// The counters, with the servers listed and pending now.
-    pub fn counters(&self, now: Instant) -> Counters {
-        let listed = self.servers.values().filter(|s| s.listing.is_some() && s.expires > now).count() as u64;
-        Counters { listed, pending: self.servers.len() as u64 - listed, ..self.counters }
+    /// The counters, with the servers listed and pending.
+    pub fn counters(&self) -> Counters {
+        let listed = self.listed as u64;
+        Counters { listed, pending: (self.servers.len() as u64).saturating_sub(listed), ..self.counters }
     }
 
     /// The servers listed at `now`.
@@ -509,7 +512,10 @@ impl Dpmaster {
     }
 
     fn remove(&mut self, addr: SocketAddr) {
-        if self.servers.remove(&addr).is_some() {
+        if let Some(s) = self.servers.remove(&addr) {
+            if s.listing.is_some() {
+                self.listed = self.listed.saturating_sub(1);
+            }
             if let Some(n) = self.per_ip.get_mut(&addr.ip()) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -645,6 +651,9 @@ impl Dpmaster {
         }
         let gametype = String::from_utf8_lossy(gametype);
         s.challenge = None;
+        if s.listing.is_none() {
+            self.listed += 1;
+        }
         s.listing = Some(Listing {
             game: game.into(),
             gametype: gametype.as_ref().into(),

@@ -49,6 +49,8 @@ pub struct Own {
     pub joins_tried: u64,
     /// Joins that worked.
     pub joins_ok: u64,
+    /// The dpmaster-compatible master's counters, when it is served.
+    pub dpmaster: Option<crate::master::Counters>,
 }
 
 /// Escapes a label value.
@@ -193,6 +195,9 @@ pub fn render(m: &Monitor, own: &Own, joins: &[(String, bool, Option<f64>)]) -> 
     for (name, help, v) in gauges {
         family(&mut out, name, "gauge", help);
         let _ = writeln!(out, "{name} {}", float(v));
+    }
+    if let Some(c) = own.dpmaster {
+        crate::master::render_metrics(&mut out, &[("dpmaster", c)]);
     }
     out
 }

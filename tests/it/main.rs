@@ -18,6 +18,7 @@ mod hostile_scan;
 mod hostile_worlds;
 mod http_hostile;
 mod install;
+mod master_dpmaster;
 mod monitor;
 mod monitor_hostile;
 mod monitor_masters;
