@@ -78,7 +78,8 @@ pub struct MonitorArgs {
     /// Re-send an unanswered request this many times [default: 2].
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, 16))]
     retries: Option<u32>,
-    /// Take master entries with special-use addresses (loopback, private networks...) too.
+    /// Take master entries with special-use addresses (loopback, private networks...) too, and list servers with
+    /// such addresses that register with --dpmaster (dpmaster's --allow-loopback).
     #[arg(long)]
     allow_private: bool,
     /// Most ports taken per host from a master's list [default: 4].
