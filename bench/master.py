@@ -24,26 +24,12 @@ The load, from this script (one process; the masters are measured, not the load)
 """
 import argparse, os, resource, select, socket, subprocess, sys, tempfile, time
 
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from monitor import cpu_of, rss_kib  # noqa: E402 (bench/monitor.py: a process's CPU time and resident size)
+
 OOB = b"\xff\xff\xff\xff"
 # Datagrams sent in one burst before their replies are read (a default 208 KiB receive buffer holds about 300).
 BATCH = 250
-
-
-def cpu_of(pid):
-    total = 0
-    for t in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-            total += int(f.read().split()[0])
-    return total / 1e9
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def free_udp_port():

@@ -25,7 +25,7 @@
 //! Policies, as dpmaster's options ([`Config`]): most servers (`-n`), most servers per IP address (`-N`), flood
 //! protection of list requests per IP address (`-f --fp-throttle`, decay [`FP_DECAY`]), a game accept/reject list
 //! (`--game-policy`), game properties (`-g`), and loopback and private server addresses refused (unless
-//! `--allow-loopback`). Beyond dpmaster: heartbeats are throttled per IP address too (a burst of twice the per-address
+//! `--allow-loopback`); an IPv6 address counts by its /64, as in dpmaster. Beyond dpmaster: heartbeats are throttled per IP address too (a burst of twice the per-address
 //! cap, then one per server slot every [`CHALLENGE_TIMEOUT`]), datagrams over [`MAX_DATAGRAM_IN`] bytes are refused
 //! unread, and the tables of throttled peers hold at most [`MAX_PEERS`] addresses each. Memory is bounded by the caps:
 //! at most `max_servers` servers (pending ones included) with strings of at most [`GAMENAME_MAX`] and
@@ -392,6 +392,15 @@ impl Reply {
     }
 }
 
+/// What the per-address caps and throttles count by: an IPv4 address, or an IPv6 address's /64 (its subnet, as
+/// dpmaster counts: one host holds a whole /64).
+fn quota_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+    }
+}
+
 /// The first space-separated word of `s` and the rest.
 fn word(s: &str) -> (&str, &str) {
     let s = s.trim_start_matches(' ');
@@ -516,10 +525,11 @@ impl Dpmaster {
             if s.listing.is_some() {
                 self.listed = self.listed.saturating_sub(1);
             }
-            if let Some(n) = self.per_ip.get_mut(&addr.ip()) {
+            let key = quota_key(addr.ip());
+            if let Some(n) = self.per_ip.get_mut(&key) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
-                    self.per_ip.remove(&addr.ip());
+                    self.per_ip.remove(&key);
                 }
             }
         }
@@ -554,12 +564,12 @@ impl Dpmaster {
             debug!(%from, "dpmaster: special-use server address refused");
             return;
         }
-        if !self.heartbeats.allow(now, from.ip()) {
+        if !self.heartbeats.allow(now, quota_key(from.ip())) {
             self.counters.throttled += 1;
             return;
         }
         if !self.servers.contains_key(&from) {
-            let on_ip = self.per_ip.get(&from.ip()).copied().unwrap_or(0);
+            let on_ip = self.per_ip.get(&quota_key(from.ip())).copied().unwrap_or(0);
             if self.servers.len() >= self.cfg.max_servers || on_ip >= self.cfg.max_per_address {
                 self.counters.refused += 1;
                 debug!(%from, "dpmaster: server table or address quota full");
@@ -567,7 +577,7 @@ impl Dpmaster {
             }
             let expires = now + CHALLENGE_TIMEOUT;
             self.servers.insert(from, Server { challenge: None, hb_game, listing: None, expires });
-            *self.per_ip.entry(from.ip()).or_default() += 1;
+            *self.per_ip.entry(quota_key(from.ip())).or_default() += 1;
             self.expiry.push(Reverse((expires, from)));
         }
         let Some(s) = self.servers.get_mut(&from) else { return };
@@ -668,7 +678,7 @@ impl Dpmaster {
     }
 
     fn getservers(&mut self, now: Instant, reply: Reply, from: SocketAddr, rest: &[u8], ext: bool) {
-        if !self.clients.allow(now, from.ip()) {
+        if !self.clients.allow(now, quota_key(from.ip())) {
             self.counters.throttled += 1;
             return;
         }

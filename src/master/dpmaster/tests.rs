@@ -280,6 +280,13 @@ fn ipv6_servers_only_in_extended_replies() {
     both.sort();
     assert_eq!(both, vec![v4, v6]);
     assert_eq!(list(&mut m, now, addr(9, 3), "getserversExt Quake3Arena 71 ipv6"), vec![v6]);
+    // The per-address quota counts an IPv6 /64 as one address.
+    let mut m2 = Dpmaster::new(Config { max_per_address: 2, ..Config::default() });
+    for (i, expect) in [(1, true), (2, true), (3, false)] {
+        let a: SocketAddr = format!("[2001:4860::{i}]:27960").parse().unwrap();
+        assert_eq!(heartbeat(&mut m2, now, a, "QuakeArena-1").is_some(), expect, "{a}");
+    }
+    assert!(heartbeat(&mut m2, now, "[2001:4860:0:1::1]:27960".parse().unwrap(), "QuakeArena-1").is_some());
     // An IPv4-mapped source is its IPv4 address.
     let mapped: SocketAddr = "[::ffff:8.0.0.7]:5".parse().unwrap();
     assert!(heartbeat(&mut m, now, mapped, "QuakeArena-1").is_some());
