@@ -721,7 +721,12 @@ impl Dpmaster {
                 "ipv6" if ext => v6 = true,
                 f => {
                     if let Some(t) = f.strip_prefix("gametype=") {
-                        gametype = Some(&t[..t.len().min(GAMETYPE_MAX)]);
+                        // Cut as the stored game types are (at a character boundary: a peer's text).
+                        let mut end = t.len().min(GAMETYPE_MAX);
+                        while !t.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        gametype = t.get(..end);
                     }
                 }
             }

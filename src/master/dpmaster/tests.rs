@@ -249,6 +249,9 @@ fn info_responses_are_checked() {
     assert!(list(&mut m, now, addr(9, 1), "getservers Xonotic 3").is_empty(), "full");
     assert_eq!(list(&mut m, now, addr(9, 2), "getservers Xonotic 3 full gametype=dm"), vec![s]);
     assert!(list(&mut m, now, addr(9, 3), "getservers 3 full").is_empty(), "DarkPlaces servers are not anonymous");
+    // A multi-byte character across the cut of a game type filter.
+    let long = format!("getservers Xonotic 3 full gametype={}é", "x".repeat(GAMETYPE_MAX - 1));
+    assert!(list(&mut m, now, addr(9, 4), &long).is_empty());
 }
 
 #[test]
