@@ -672,7 +672,8 @@ impl Dpmaster {
             max_clients,
             anonymous: s.hb_game.is_some(),
         });
-        s.expires = now + self.cfg.lease;
+        // A lease too long for the clock (a library user's configuration) is a day.
+        s.expires = now.checked_add(self.cfg.lease).unwrap_or(now + Duration::from_secs(86_400));
         self.expiry.push(Reverse((s.expires, from)));
         self.counters.registrations += 1;
     }
