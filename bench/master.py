@@ -13,7 +13,7 @@ loopback servers allowed, and dpmaster at verbosity 0 (its default prints a line
 are pushed a day away so that its queries of the listed servers do not add to the figures.
 
 The load, from this script (one process; the masters are measured, not the load):
-* registration: SERVERS servers on 127.1.x.y, one UDP socket each, in bursts of 250: heartbeat (sent again once if no getinfo came), the getinfo's
+* registration: SERVERS servers on 127.x.y.z, one UDP socket each, in bursts of 250: heartbeat (sent again once if no getinfo came), the getinfo's
   challenge read back, infoResponse. Rate = servers listed / wall time; CPU per registration from the master's CPU
   time (/proc/PID/task/*/schedstat) over the phase.
 * heartbeats: HEARTBEATS heartbeats of already listed servers (each answered with getinfo), sent in bursts of 250 that the
@@ -95,7 +95,7 @@ def register(master, a):
         socks = []
         for i in range(b, min(a.servers, b + BATCH)):
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.1.%d.%d" % (i // 250, i % 250 + 1), 0))
+            s.bind(("127.%d.%d.%d" % (1 + i // 62500, (i // 250) % 250, i % 250 + 1), 0))
             s.setblocking(False)
             socks.append(s)
         for s in socks:
