@@ -39,7 +39,8 @@
 //!      events and database batches out), the history in SQLite ([`monitor::store`], the only SQL of the crate),
 //!      the change feed, the HTTP API's answers and metrics. The command drives its scans on the reactor.
 //!    * [`master`]: the monitor as a master (on the monitor's state): the BZFlag list server, DDNet's HTTP master
-//!      and the merged list with provenance, sans-IO; the command serves them on its HTTP listener.
+//!      and the merged list with provenance, served on the monitor's HTTP listener, and the dpmaster master on UDP
+//!      (the reactor's UDP services carry it); all sans-IO.
 //!    * [`env`]: the learning environments' game side (observations, rays through the world, actions, rewards
 //!      from the game's events, the decision clock) on a bot's view; `bzhead.env` in Python wraps it.
 //!
@@ -90,7 +91,8 @@ pub mod env;
 pub mod fetch;
 #[forbid(unsafe_code)]
 pub mod http;
-/// The monitor as a master: the BZFlag list server, DDNet's HTTP master, the merged list with provenance.
+/// The monitor as a master: the BZFlag list server, DDNet's HTTP master, the dpmaster master, the merged list with
+/// provenance.
 #[forbid(unsafe_code)]
 pub mod master;
 #[forbid(unsafe_code)]

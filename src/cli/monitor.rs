@@ -22,6 +22,7 @@ use bzhead::bzflag::consts::{PlayerType, Team};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::{sse_event, sse_head, Limits, Response};
+use bzhead::master::dpmaster::{self, Dpmaster};
 use bzhead::master::{self, Masters, Served};
 use bzhead::monitor::api::{self, Routed};
 use bzhead::monitor::config::{self, Config};
@@ -36,6 +37,7 @@ use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{ScanConfig, Target, BZFLAG};
 use bzhead::reactor::{
     HttpConnId, HttpEvent, HttpListenerId, JobId, JobResult, Lane, Reactor, ScanId, SessionId, SessionOptions,
+    UdpServiceId,
 };
 
 use super::query::PluginDirs;
@@ -77,7 +79,8 @@ pub struct MonitorArgs {
     /// Re-send an unanswered request this many times [default: 2].
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, 16))]
     retries: Option<u32>,
-    /// Take master entries with special-use addresses (loopback, private networks...) too.
+    /// Take master entries with special-use addresses (loopback, private networks...) too, and list servers with
+    /// such addresses that register with --dpmaster (dpmaster's --allow-loopback).
     #[arg(long)]
     allow_private: bool,
     /// Most ports taken per host from a master's list [default: 4].
@@ -98,6 +101,29 @@ pub struct MonitorArgs {
     /// Print one JSON line per round on stdout (its number, duration and counts).
     #[arg(long)]
     print_rounds: bool,
+    /// Serve a dpmaster-compatible master on UDP ADDR, e.g. 0.0.0.0:27950 (repeatable: IPv4 and IPv6 addresses);
+    /// see docs/master.md.
+    #[arg(long = "dpmaster", value_name = "ADDR")]
+    dpmaster: Vec<String>,
+    /// Most servers the master holds, pending ones included (dpmaster -n) [default: 4096].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 10_000_000))]
+    dpmaster_max_servers: Option<u32>,
+    /// Most servers per IP address (dpmaster -N) [default: 32].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 10_000_000))]
+    dpmaster_max_per_address: Option<u32>,
+    /// List requests per IP address before they are dropped, one more every 3 s (dpmaster -f --fp-throttle N);
+    /// 0 turns the flood throttles off [default: 5].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, 1_000_000))]
+    dpmaster_flood_throttle: Option<u32>,
+    /// Serve only these games (accept) or all but these (reject) (dpmaster --game-policy).
+    #[arg(long, value_names = ["accept|reject", "NAME"], num_args = 2..)]
+    dpmaster_game_policy: Vec<String>,
+    /// Change a game's properties: protocols, options, heartbeat or flatline with =, += or -= (dpmaster -g).
+    #[arg(long, value_names = ["GAME", "KEY=VALUE"], num_args = 2..)]
+    dpmaster_game_property: Vec<String>,
+    /// Seconds a valid infoResponse lists a server [default: 900].
+    #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(DPMASTER_LEASE.0, DPMASTER_LEASE.1))]
+    dpmaster_lease: Option<f64>,
     #[command(flatten)]
     dirs: PluginDirs,
 }
@@ -109,12 +135,16 @@ mod exit {
     pub const FAILED: u8 = 6;
 }
 
+/// The range of `--dpmaster-lease` (and `dpmaster.lease`), seconds.
+const DPMASTER_LEASE: (f64, f64) = config::DPMASTER_LEASE_RANGE;
 /// The range of `--forget-after` (and `forget_after`), seconds.
 const FORGET_AFTER: (f64, f64) = config::FORGET_AFTER_RANGE;
 /// The worker lane the database is written on (a stalled disk holds up nothing else; waited for at exit).
 const DB_LANE: Lane = Lane::new("monitor-db", true);
 /// The worker lane HTTP lists are fetched on (a fetch is bounded by its own time limit; not waited for at exit).
 const FETCH_LANE: Lane = Lane::new("monitor-fetch", false);
+/// The protocol the dpmaster master's servers are queried with.
+const QUAKE3: &str = "quake3";
 /// Longest wait at exit for the rounds still queued to be written.
 const FLUSH_AT_EXIT: Duration = Duration::from_secs(30);
 
@@ -259,6 +289,74 @@ struct Settings {
     rate: u32,
     policy: MasterPolicy,
     scan_cfg: ScanConfig,
+    /// The dpmaster-compatible master to serve: its addresses and policies.
+    dpmaster: Option<(Vec<SocketAddr>, dpmaster::Config)>,
+}
+
+/// `words` cut before every word that `starts` says begins a group.
+fn groups(words: &[String], starts: impl Fn(&str) -> bool) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for w in words {
+        match out.last_mut() {
+            Some(g) if !starts(w) => g.push(w.clone()),
+            _ => out.push(vec![w.clone()]),
+        }
+    }
+    out
+}
+
+/// The dpmaster master's addresses and policies, from the options over `[dpmaster]`; `None` when it has no address.
+fn dpmaster_settings(a: &MonitorArgs, cfg: &Config) -> Result<Option<(Vec<SocketAddr>, dpmaster::Config)>, String> {
+    let d = cfg.dpmaster.clone().unwrap_or_default();
+    let mut addrs = Vec::new();
+    for s in d.listen.iter().chain(&a.dpmaster) {
+        addrs.push(resolve(s, dpmaster::DEFAULT_PORT).map_err(|e| format!("--dpmaster {s}: {e}"))?);
+    }
+    if addrs.is_empty() {
+        return Ok(None);
+    }
+    let mut games = dpmaster::builtin_games();
+    let changes = d.game_properties.iter().map(|(g, c)| (g.as_str(), c.as_slice()));
+    // Clap gives the words of every occurrence in one list: a word without `=` starts the next game.
+    let given = groups(&a.dpmaster_game_property, |w| !w.contains('='));
+    let given = given.iter().filter_map(|v| v.split_first()).map(|(g, c)| (g.as_str(), c));
+    for (game, changes) in changes.chain(given) {
+        for change in changes {
+            dpmaster::apply_property(&mut games, game, change).map_err(|e| format!("dpmaster game property: {e}"))?;
+        }
+    }
+    // One policy, accept or reject, for every list (as dpmaster requires).
+    let mut lists: Vec<(String, Vec<String>)> = Vec::new();
+    if let Some(p) = &d.game_policy {
+        lists.push((p.clone(), d.games.clone()));
+    }
+    for v in groups(&a.dpmaster_game_policy, |w| w == "accept" || w == "reject") {
+        if let Some((p, names)) = v.split_first() {
+            lists.push((p.clone(), names.to_vec()));
+        }
+    }
+    let mut policy = dpmaster::GamePolicy::All;
+    for (p, names) in lists {
+        policy = match (p.as_str(), policy) {
+            ("accept", dpmaster::GamePolicy::All) => dpmaster::GamePolicy::Accept(names),
+            ("accept", dpmaster::GamePolicy::Accept(n)) => dpmaster::GamePolicy::Accept([n, names].concat()),
+            ("reject", dpmaster::GamePolicy::All) => dpmaster::GamePolicy::Reject(names),
+            ("reject", dpmaster::GamePolicy::Reject(n)) => dpmaster::GamePolicy::Reject([n, names].concat()),
+            ("accept" | "reject", _) => return Err("--dpmaster-game-policy: accept and reject cannot be mixed".into()),
+            (other, _) => return Err(format!("--dpmaster-game-policy {other:?}: expected accept or reject")),
+        };
+    }
+    let count = |given: Option<u32>, file: Option<u32>, default: usize| given.or(file).map_or(default, |n| n as usize);
+    let cfg = dpmaster::Config {
+        max_servers: count(a.dpmaster_max_servers, d.max_servers, dpmaster::DEFAULT_MAX_SERVERS),
+        max_per_address: count(a.dpmaster_max_per_address, d.max_per_address, dpmaster::DEFAULT_MAX_PER_ADDRESS),
+        flood_throttle: a.dpmaster_flood_throttle.or(d.flood_throttle).unwrap_or(dpmaster::DEFAULT_FLOOD_THROTTLE),
+        allow_private: a.allow_private || cfg.allow_private.unwrap_or(false),
+        lease: a.dpmaster_lease.or(d.lease).map_or(dpmaster::LEASE, Duration::from_secs_f64),
+        policy,
+        games,
+    };
+    Ok(Some((addrs, cfg)))
 }
 
 impl Settings {
@@ -294,9 +392,16 @@ impl Settings {
         let set = PluginSet::load_standard(&plugin_dirs(&a.dirs.plugin_dir));
         let started = Instant::now();
         let sources = sources(&set, &cfg, started).map_err(usage)?;
-        if sources.targets.is_empty() && sources.http_masters.is_empty() && a.http.is_none() && cfg.http.is_none() {
+        let dpmaster = dpmaster_settings(a, &cfg).map_err(usage)?;
+        if sources.targets.is_empty()
+            && sources.http_masters.is_empty()
+            && dpmaster.is_none()
+            && a.http.is_none()
+            && cfg.http.is_none()
+        {
             return Err(usage(
-                "nothing to monitor: give --server, --list, --config or --http (to serve as a master)".into(),
+                "nothing to monitor: give --server, --list, --config, --dpmaster or --http (to serve as a master)"
+                    .into(),
             ));
         }
         let retention = Retention {
@@ -330,7 +435,7 @@ impl Settings {
             )
         };
         let db = DbPlace { path: db, retention, max_queued_bytes };
-        Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg })
+        Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg, dpmaster })
     }
 }
 
@@ -364,6 +469,8 @@ struct Running<'a> {
     fetches_left: usize,
     signals: Receiver<i32>,
     listener: Option<HttpListenerId>,
+    /// The dpmaster-compatible master served.
+    dpmaster: Option<UdpServiceId>,
     /// Change-feed streams: the connection and the last event id sent to it.
     streams: Vec<(HttpConnId, u64)>,
     own: Own,
@@ -377,7 +484,7 @@ struct Running<'a> {
 impl<'a> Running<'a> {
     /// Loads the database and starts the reactor and the HTTP listener.
     fn start(a: &'a MonitorArgs, s: Settings) -> Result<Running<'a>, (u8, String)> {
-        let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg } = s;
+        let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg, dpmaster } = s;
         let Sources { targets, joins, http_masters, udp_masters } = sources;
         // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
         let loaded = store::open(&db.path)
@@ -404,6 +511,18 @@ impl<'a> Running<'a> {
             }
             None => None,
         };
+        let dpmaster = match dpmaster {
+            Some((addrs, cfg)) => {
+                let (id, local) = reactor
+                    .add_udp_service(&addrs, Box::new(Dpmaster::new(cfg)))
+                    .map_err(|e| (exit::FAILED, format!("cannot serve the dpmaster master: {e}")))?;
+                for l in local {
+                    eprintln!("bzhead: dpmaster master on udp://{l}");
+                }
+                Some(id)
+            }
+            None => None,
+        };
         Ok(Running {
             a,
             interval,
@@ -425,6 +544,7 @@ impl<'a> Running<'a> {
             fetches_left: 0,
             signals,
             listener,
+            dpmaster,
             streams: Vec::new(),
             own: Own::default(),
             plugins: Some(set),
@@ -454,6 +574,9 @@ impl<'a> Running<'a> {
             self.start_write(Instant::now());
             let join_view: Vec<(String, bool, Option<f64>)> =
                 self.joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
+            if let Some(id) = self.dpmaster {
+                self.side.dpmaster = self.reactor.udp_service::<Dpmaster>(id).map(|m| m.counters());
+            }
             if self.listener.is_some() {
                 let m = (&self.monitor, &self.own, join_view.as_slice());
                 serve_http(&mut self.reactor, m, &mut self.side, &mut self.streams);
@@ -586,10 +709,20 @@ impl<'a> Running<'a> {
             return;
         }
         let Some(p) = self.plugins.take() else { return };
+        // The servers registered with the dpmaster master are queried too (so they get history).
+        let mut targets = std::borrow::Cow::Borrowed(&self.targets[..]);
+        if let Some(m) = self.dpmaster.and_then(|id| self.reactor.udp_service::<Dpmaster>(id)) {
+            let listed = m.listed(now);
+            if !listed.is_empty() {
+                let known: std::collections::HashSet<SocketAddr> = self.targets.iter().map(|t| t.addr).collect();
+                let more = listed.into_iter().filter(|l| !known.contains(&l.addr)).map(|l| Target::new(QUAKE3, l.addr));
+                targets.to_mut().extend(more);
+            }
+        }
         // The round's pace (round_rate) from its targets; retuned once masters expanded it (Running::repace).
-        let cfg = self.scan_cfg.clone().at_rate(round_rate(self.targets.len() as u64, self.interval, self.rate));
+        let cfg = self.scan_cfg.clone().at_rate(round_rate(targets.len() as u64, self.interval, self.rate));
         self.monitor.begin_round(unix_now());
-        self.round = Some((front::start(&mut self.reactor, p, cfg, &self.targets), now));
+        self.round = Some((front::start(&mut self.reactor, p, cfg, &targets), now));
         let round = self.monitor.round();
         for (which, (format, url)) in self.http_masters.iter().enumerate() {
             let (format, url) = (*format, url.clone());
@@ -774,7 +907,9 @@ fn serve_http(
                         if request.path == "/metrics" {
                             // Leases run out on the clock, not only on requests to the masters.
                             side.masters.tick(unix_now());
-                            r.body.extend_from_slice(bzhead::master::metrics::render_masters(&side.masters).as_bytes());
+                            r.body.extend_from_slice(
+                                bzhead::master::metrics::render_masters(&side.masters, side.dpmaster).as_bytes(),
+                            );
                         }
                         let mut resp = Response::new(r.status, r.content_type, r.body);
                         if r.content_type.starts_with("text/html") {
@@ -828,6 +963,8 @@ struct MasterSide {
     udp_masters: Vec<(SocketAddr, String, String)>,
     /// `--master-ip-header`.
     ip_header: Option<String>,
+    /// The dpmaster master's counters (taken from its UDP service each turn), when it is served.
+    dpmaster: Option<master::Counters>,
 }
 
 impl MasterSide {
@@ -837,7 +974,7 @@ impl MasterSide {
         ip_header: Option<String>,
     ) -> MasterSide {
         let masters = Masters::new(allow_private, unix_now());
-        MasterSide { masters, checks: Vec::new(), udp: [None, None], udp_masters, ip_header }
+        MasterSide { masters, checks: Vec::new(), udp: [None, None], udp_masters, ip_header, dpmaster: None }
     }
 
     /// A master request: answered now, after a check, or with a challenge sent.

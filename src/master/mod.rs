@@ -2,7 +2,12 @@
 //!
 //! * [`bzfls`]: the BZFlag list server (`/db/`: `ADD` with the connect-back check, `REMOVE`, `LIST`).
 //! * [`ddnet`]: DDNet's HTTP master (`/ddnet/15/register` with the UDP challenge, `/ddnet/15/servers.json`).
-//! * [`metrics`]: their part of the Prometheus exposition.
+//! * [`dpmaster`]: the dpmaster protocol (Quake III engines, DarkPlaces, Warsow...) over UDP: heartbeats answered
+//!   with a `getinfo` challenge, servers listed after a valid `infoResponse` for a lease, `getservers` and
+//!   `getserversExt` answered with their filters, dpmaster's policies and caps. Datagrams and `now` in, datagrams
+//!   out; the reactor's UDP services ([`crate::reactor::Reactor::add_udp_service`]) carry it.
+//! * [`metrics`]: their part of the Prometheus exposition: every master counts the same things ([`Counters`]),
+//!   exposed with a `protocol` label.
 //! * [`registry`]: the merged list with provenance: the upstream masters the monitor reads (its `[[master]]`
 //!   sources), mirrored, and the servers registered directly.
 //!
@@ -11,6 +16,7 @@
 
 pub mod bzfls;
 pub mod ddnet;
+pub mod dpmaster;
 pub mod metrics;
 pub mod registry;
 
@@ -256,4 +262,29 @@ mod tests {
         assert_eq!(super::bzflag_counts(hex), Some((6, 1)));
         assert_eq!(super::bzflag_counts("zz"), None);
     }
+}
+
+/// What a master counts (totals since start), the same for every master protocol.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Heartbeats (registration requests) received.
+    pub heartbeats: u64,
+    /// Registrations that completed (a server listed or its lease renewed).
+    pub registrations: u64,
+    /// Challenges that failed: a reply with a wrong, unknown, replayed or late challenge, or none before it expired.
+    pub challenges_failed: u64,
+    /// Listed servers dropped because their lease ran out.
+    pub leases_expired: u64,
+    /// List requests answered.
+    pub list_requests: u64,
+    /// Requests refused by a policy or a cap (special-use address, game policy, server caps, malformed, oversized).
+    pub refused: u64,
+    /// Registrations removed by their server (BZFlag `REMOVE`, DDNet `Action: delete`).
+    pub removed: u64,
+    /// Requests dropped by a flood throttle.
+    pub throttled: u64,
+    /// Servers listed now.
+    pub listed: u64,
+    /// Servers waiting for their challenge's answer now.
+    pub pending: u64,
 }

@@ -45,10 +45,13 @@ mod http;
 mod lines;
 mod scan_io;
 #[forbid(unsafe_code)]
+mod udp_service;
+#[forbid(unsafe_code)]
 mod worker;
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use lines::{Line, LineConnId, LineEvent, LineLimits, LineListenerId, LINE_ACCEPT_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
+pub use udp_service::{UdpService, UdpServiceId, UdpTransmit, MAX_UDP_SERVICE_QUEUE, UDP_SERVICE_BUDGET};
 pub use worker::{JobId, JobPanicked, JobResult, Lane};
 
 /// Time allowed for a TCP connect.
@@ -97,6 +100,8 @@ pub enum Source {
     LineListen(usize),
     /// A line connection.
     LineConn(usize),
+    /// A UDP service's socket: the service and the socket's index (see [`Reactor::add_udp_service`]).
+    UdpService(usize, usize),
 }
 
 /// Per-session options of the driver (not of the engine).
@@ -177,6 +182,7 @@ pub struct Reactor {
     last_turn: Duration,
     http: http::HttpSide,
     lines: lines::LineSide,
+    udp_services: udp_service::UdpServices,
 }
 
 impl Reactor {
@@ -208,6 +214,7 @@ impl Reactor {
             pending_store_bytes: 0,
             http: http::HttpSide::default(),
             lines: lines::LineSide::default(),
+            udp_services: udp_service::UdpServices::default(),
         })
     }
 
@@ -419,11 +426,16 @@ impl Reactor {
     /// handles everything that is ready. Returns early when woken by the [`Reactor::waker`].
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
-        let next = [self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline(), self.http_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(|t| t.saturating_duration_since(now));
+        let next = [
+            self.timers.peek().map(|Reverse((t, _, _))| *t),
+            self.scans_deadline(),
+            self.http_deadline(),
+            self.udp_services_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|t| t.saturating_duration_since(now));
         let timeout = match (next, max_wait) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -472,6 +484,7 @@ impl Reactor {
                 Source::HttpConn(key) => self.on_http_conn_ready(key, now, readable, writable),
                 Source::LineListen(id) => self.on_line_listener_ready(id),
                 Source::LineConn(key) => self.on_line_conn_ready(key, readable),
+                Source::UdpService(id, i) => self.on_udp_service_ready(id, i, now, readable, writable),
             }
         }
         while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {
@@ -514,6 +527,7 @@ impl Reactor {
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
         self.fire_http_timers(now);
+        self.fire_udp_service_timers(now);
         self.last_turn = now.elapsed();
         self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())

@@ -19,6 +19,7 @@ mod hostile_scan;
 mod hostile_worlds;
 mod http_hostile;
 mod install;
+mod master_dpmaster;
 mod master_http;
 mod monitor;
 mod monitor_hostile;
