@@ -31,11 +31,18 @@
 //!    gives, [`observer::exit`]); [`netwatch`]: its per-player `netstats` lines and `--reconnect` back-off.
 //! 6. Applications:
 //!    * [`bot`]: bots, and the host that runs them on the reactor.
+//!    * [`bzrc`]: the BZRC text protocol of the BZRFlag course labs (sans-IO: lines in, replies out, commands to
+//!      the tanks through a trait), which `bzhead bzrc` serves on the reactor's line listeners with bots' tanks.
 //!    * [`fetch`]: a server's world fetched with a world-only session (what the `world` command prints and draws).
 //!    * [`web`]: the live web view of `observe --web`, on [`http`] and the reactor.
 //!    * [`monitor`]: `bzhead monitor`: the sans-IO core of continuous scans (rounds of [`query`] results in,
 //!      events and database batches out), the history in SQLite ([`monitor::store`], the only SQL of the crate),
 //!      the change feed, the HTTP API's answers and metrics. The command drives its scans on the reactor.
+//!    * [`master`]: the monitor as a master (on the monitor's state): the BZFlag list server, DDNet's HTTP master
+//!      and the merged list with provenance, served on the monitor's HTTP listener, and the dpmaster master on UDP
+//!      (the reactor's UDP services carry it); all sans-IO.
+//!    * [`env`]: the learning environments' game side (observations, rays through the world, actions, rewards
+//!      from the game's events, the decision clock) on a bot's view; `bzhead.env` in Python wraps it.
 //!
 //! Where I/O happens: sockets and timers only in [`reactor`]; blocking or peer-sized work on the reactor's one
 //! worker mechanism ([`reactor`]'s `worker`: jobs on named lanes, one thread each, results back through the poll's
@@ -75,11 +82,19 @@ pub mod bot;
 #[forbid(unsafe_code)]
 pub mod bzflag;
 #[forbid(unsafe_code)]
+pub mod bzrc;
+#[forbid(unsafe_code)]
 pub mod cache;
+#[forbid(unsafe_code)]
+pub mod env;
 #[forbid(unsafe_code)]
 pub mod fetch;
 #[forbid(unsafe_code)]
 pub mod http;
+/// The monitor as a master: the BZFlag list server, DDNet's HTTP master, the dpmaster master, the merged list with
+/// provenance.
+#[forbid(unsafe_code)]
+pub mod master;
 #[forbid(unsafe_code)]
 pub mod monitor;
 #[forbid(unsafe_code)]
@@ -106,7 +121,7 @@ mod map_tests {
     /// The top-level modules in the map's order.
     const MAP: &[&str] = &[
         "wire", "text", "args", "bzflag", "query", "http", "record", "cache", "reactor", "observer", "netwatch", "bot",
-        "fetch", "web", "monitor",
+        "bzrc", "fetch", "web", "monitor", "master", "env",
     ];
 
     fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

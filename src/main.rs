@@ -49,6 +49,9 @@ enum Cmd {
     /// everything that happens to a bot.
     #[command(after_help = EXIT_CODES, args_override_self = true)]
     Bot(cli::bot::BotArgs),
+    /// Serve the BZRC text protocol of the BZRFlag course labs, so that course agents drive real tanks.
+    #[command(after_help = EXIT_CODES)]
+    Bzrc(cli::bzrc::BzrcArgs),
 }
 
 #[derive(Subcommand)]
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Cmd::Monitor(a) => cli::monitor::run(a),
         Cmd::World(a) => cli::world::run(a),
         Cmd::Bot(a) => cli::bot::run(a),
+        Cmd::Bzrc(a) => cli::bzrc::run(a),
     };
     ExitCode::from(code)
 }

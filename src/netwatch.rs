@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::bzflag::consts::Team;
 use crate::bzflag::netstats::PlayerNet;
 use crate::bzflag::session::{Session, SessionEnd};
-use crate::observer::{format_t, strip_control};
+use crate::observer::{json_envelope, strip_control, Stamp};
 
 /// When to print the netstats lines and when to ask the server for `/lagstats` (a little before, so that the
 /// lines carry a fresh server-measured lag).
@@ -87,7 +87,8 @@ impl NetstatsClock {
 }
 
 /// The netstats lines of every player of `session` (observers left out), by id, at `now`; `t` is the time printed.
-pub fn netstats_lines(session: &Session, now: Instant, t: Duration, json: bool) -> Vec<String> {
+pub fn netstats_lines(session: &Session, now: Instant, t: impl Into<Stamp>, json: bool) -> Vec<String> {
+    let t: Stamp = t.into();
     let game = session.game();
     let net = session.net_stats();
     let mut ids: Vec<u8> =
@@ -109,7 +110,7 @@ pub fn netstats_lines(session: &Session, now: Instant, t: Duration, json: bool) 
 /// The line about our own link, printed with the netstats lines: its lag as the server measured it (`/lagstats`,
 /// the `MsgLagPing` round trip) and the round trip we measured of that request, over TCP (ms, `null` when not
 /// known), and whether the UDP link is up. JSON `{"v":1,"t":T,"type":"link","lag_ms","command_rtt_ms","udp"}`.
-pub fn link_line(session: &Session, now: Instant, t: Duration, json: bool) -> String {
+pub fn link_line(session: &Session, now: Instant, t: impl Into<Stamp>, json: bool) -> String {
     let net = session.net_stats();
     let lag_ms = net.own_lag_ms(now).map(f64::from);
     let command_rtt_ms = net.command_rtt_ms(now);
@@ -136,7 +137,7 @@ pub fn link_line(session: &Session, now: Instant, t: Duration, json: bool) -> St
 }
 
 /// One `netstats` JSON line.
-pub fn netstats_json_line(t: Duration, callsign: &str, team: Team, net: &PlayerNet) -> String {
+pub fn netstats_json_line(t: impl Into<Stamp>, callsign: &str, team: Team, net: &PlayerNet) -> String {
     #[derive(Serialize)]
     struct Line<'a> {
         #[serde(rename = "type")]
@@ -151,16 +152,9 @@ pub fn netstats_json_line(t: Duration, callsign: &str, team: Team, net: &PlayerN
     with_t(t, &line)
 }
 
-/// `{"v":1,"t":T,` and then the fields of `body` (an object), in their order.
-fn with_t(t: Duration, body: &impl Serialize) -> String {
-    let body =
-        serde_json::to_string(body).unwrap_or_else(|e| format!("{{\"type\":\"error\",\"error\":{:?}}}", e.to_string()));
-    let rest = body.strip_prefix('{').unwrap_or(&body);
-    if rest == "}" {
-        format!("{{\"v\":1,\"t\":{}}}", format_t(t))
-    } else {
-        format!("{{\"v\":1,\"t\":{},{rest}", format_t(t))
-    }
+/// `{"v":1,"t":T,` and then the fields of `body` (an object), in their order ([`json_envelope`]).
+fn with_t(t: impl Into<Stamp>, body: &impl Serialize) -> String {
+    json_envelope(t, body)
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -275,7 +269,7 @@ impl Reconnect {
 }
 
 /// The line saying that attempt `attempt` will connect in `delay` because of `reason`.
-pub fn reconnecting_line(t: Duration, json: bool, attempt: u32, delay: Duration, reason: &str) -> String {
+pub fn reconnecting_line(t: impl Into<Stamp>, json: bool, attempt: u32, delay: Duration, reason: &str) -> String {
     let in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
     if json {
         #[derive(Serialize)]
@@ -293,7 +287,7 @@ pub fn reconnecting_line(t: Duration, json: bool, attempt: u32, delay: Duration,
 }
 
 /// The line saying that a reconnection made it (attempt `attempt`, away for `down`).
-pub fn reconnected_line(t: Duration, json: bool, attempt: u32, down: Duration) -> String {
+pub fn reconnected_line(t: impl Into<Stamp>, json: bool, attempt: u32, down: Duration) -> String {
     let down_ms = u64::try_from(down.as_millis()).unwrap_or(u64::MAX);
     if json {
         #[derive(Serialize)]

@@ -108,21 +108,66 @@ fn ser_display<S: serde::Serializer>(v: &impl std::fmt::Display, s: S) -> Result
     s.collect_str(v)
 }
 
-/// One JSON line: `{"v":1,"t":<seconds>,"type":...,...}` (a `closed` line also gives the exit code,
-/// [`exit::of`]).
-pub fn json_line(t: Duration, e: &Event) -> String {
-    let body = match e {
-        Event::Closed { reason } => {
-            serde_json::to_string(&ClosedLine { kind: e.kind(), reason, exit_code: exit::of(reason) })
+/// When a JSON line happened (`t`, time since the start) and, where one process prints the lines of several
+/// servers, which server it is about: the keys of the lines' envelope. A `Duration` is a stamp of no server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Time since the start.
+    pub t: Duration,
+    /// The server's index (`"server":N`), with several servers in one process.
+    pub server: Option<usize>,
+}
+
+impl From<Duration> for Stamp {
+    fn from(t: Duration) -> Stamp {
+        Stamp { t, server: None }
+    }
+}
+
+/// The envelope every JSON line has: `{"server"?:N,"v":1,"t":<seconds>,...}`, the body's fields after it.
+#[derive(serde::Serialize)]
+struct Envelope<'a, B: serde::Serialize + ?Sized> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server: Option<usize>,
+    v: u8,
+    t: &'a serde_json::value::RawValue,
+    #[serde(flatten)]
+    body: &'a B,
+}
+
+/// The one writer of a JSON line: the envelope (`"server"` when the stamp has one, `"v":1`, `"t"` in seconds with
+/// millisecond precision, as [`format_t`] writes it), then the fields of `body`, which serializes as an object.
+/// Every JSON line bzhead prints (events, bot events, netstats, reconnections, observers joining) goes through it.
+pub fn json_envelope(stamp: impl Into<Stamp>, body: &(impl serde::Serialize + ?Sized)) -> String {
+    let stamp = stamp.into();
+    let written = serde_json::value::RawValue::from_string(format_t(stamp.t))
+        .and_then(|t| serde_json::to_string(&Envelope { server: stamp.server, v: 1, t: &t, body }));
+    match written {
+        Ok(line) => line,
+        Err(err) => {
+            #[derive(serde::Serialize)]
+            struct Failed {
+                #[serde(rename = "type")]
+                kind: &'static str,
+                error: String,
+            }
+            let failed = Failed { kind: "error", error: err.to_string() };
+            let t = format_t(stamp.t);
+            serde_json::value::RawValue::from_string(t)
+                .and_then(|t| serde_json::to_string(&Envelope { server: stamp.server, v: 1, t: &t, body: &failed }))
+                .unwrap_or_else(|_| String::from(r#"{"v":1,"type":"error"}"#))
         }
-        e => serde_json::to_string(e),
-    };
-    let body = body.unwrap_or_else(|err| format!("{{\"type\":\"error\",\"error\":\"{err}\"}}"));
-    let rest = body.strip_prefix('{').unwrap_or(&body);
-    if rest == "}" {
-        format!("{{\"v\":1,\"t\":{}}}", format_t(t))
-    } else {
-        format!("{{\"v\":1,\"t\":{},{}", format_t(t), rest)
+    }
+}
+
+/// One JSON line of an event: `{"v":1,"t":<seconds>,"type":...,...}` (a `closed` line also gives the exit code,
+/// [`exit::of`]); written by [`json_envelope`].
+pub fn json_line(stamp: impl Into<Stamp>, e: &Event) -> String {
+    match e {
+        Event::Closed { reason } => {
+            json_envelope(stamp, &ClosedLine { kind: e.kind(), reason, exit_code: exit::of(reason) })
+        }
+        e => json_envelope(stamp, e),
     }
 }
 
@@ -313,6 +358,29 @@ mod tests {
             text: "You are in observer mode.".into(),
         };
         assert_eq!(text_line(&e), "    [SERVER->] You are in observer mode.");
+    }
+
+    #[test]
+    fn the_envelope_is_written_once_for_every_line() {
+        #[derive(serde::Serialize)]
+        struct Empty {}
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            name: &'a str,
+        }
+        let t = Duration::from_millis(1_200);
+        assert_eq!(json_envelope(t, &Empty {}), r#"{"v":1,"t":1.200}"#);
+        assert_eq!(
+            json_envelope(Stamp { t, server: Some(2) }, &Body { kind: "x", name: "a\"b" }),
+            r#"{"server":2,"v":1,"t":1.200,"type":"x","name":"a\"b"}"#
+        );
+        let e = Event::Accept { id: 3 };
+        assert_eq!(
+            json_line(Stamp { t: Duration::from_micros(1_234_567), server: Some(0) }, &e),
+            r#"{"server":0,"v":1,"t":1.234,"type":"accept","id":3}"#
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! A thin layer: conversions at the edge, the game in the `bzhead` crate.
 //!
 //! * [`host`]: `BotHost`, Python bots on the crate's bot host;
+//! * [`env`]: `EnvCore`, the native half of the learning environments of `bzhead.env`;
 //! * [`view`]: `View`, `Control`, `World` and the plain objects a view hands out (tanks, flags, shots, ...);
 //! * [`observe`]: `observe()`, an observer session as an iterator of event dicts;
 //! * [`query`]: `query()`, `scan()` and `protocols()`;
@@ -12,6 +13,7 @@
 use glam::Vec2;
 use pyo3::prelude::*;
 
+mod env;
 mod host;
 mod json;
 mod observe;
@@ -54,6 +56,7 @@ fn nav_path_to(view: &Bound<'_, PyView>, goal: &Bound<'_, PyAny>) -> PyResult<Op
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::PyBotHost>()?;
+    m.add_class::<env::PyEnvCore>()?;
     m.add_class::<view::PyView>()?;
     m.add_class::<view::PyControl>()?;
     m.add_class::<view::PyWorld>()?;

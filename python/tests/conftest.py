@@ -5,7 +5,6 @@ with what to install; nothing is skipped."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,40 +17,12 @@ REPO = Path(__file__).resolve().parents[2]
 BZFS = "/usr/games/bzfs"
 WAIT = 10.0
 
-PING_REQUEST = bytes([0x00, 0x02, 0x04, 0x04, 0x00, 0x00])
-PING_REPLY_PREFIX = bytes([0x00, 0x38, 0x03, 0x03]) + b"BZFS"
-
-
-def usable_udp_port(port: int) -> bool:
-    """bzfs on a little-endian host ignores UDP from source ports whose low byte is 0..3."""
-    return port & 0xFF > 3
-
-
-def free_port() -> int:
-    """A loopback port free for both TCP and UDP (and usable for BZFlag's UDP)."""
-    for _ in range(1000):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-            t.bind(("127.0.0.1", 0))
-            port = t.getsockname()[1]
-            if not usable_udp_port(port):
-                continue
-            try:
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                    u.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free loopback port")
-
-
-def udp_socket() -> socket.socket:
-    for _ in range(100):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        if usable_udp_port(s.getsockname()[1]):
-            return s
-        s.close()
-    raise RuntimeError("no usable UDP source port")
+# The loopback port and ping helpers are the package's own (bzhead.env starts private servers the same way).
+from bzhead.env._server import (  # noqa: E402
+    free_port,
+    udp_socket,
+    wait_ready,
+)
 
 
 class Bzfs:
@@ -78,23 +49,9 @@ class Bzfs:
                 self._lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        ping = udp_socket()
-        ping.settimeout(0.1)
-        try:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    pytest.fail(f"{self.cmd} exited with {self.proc.returncode}:\n{self.log()}")
-                try:
-                    ping.sendto(PING_REQUEST, ("127.0.0.1", self.port))
-                    data, _ = ping.recvfrom(1024)
-                    if data.startswith(PING_REPLY_PREFIX):
-                        return
-                except OSError:
-                    time.sleep(0.05)
-            pytest.fail(f"{self.cmd} was not ready within {timeout} s:\n{self.log()}")
-        finally:
-            ping.close()
+        error = wait_ready(self.proc, self.port, timeout)
+        if error is not None:
+            pytest.fail(f"{self.cmd} {error}:\n{self.log()}")
 
     @property
     def addr(self) -> str:

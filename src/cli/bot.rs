@@ -13,7 +13,7 @@ use bzhead::bot::{brains, BotConfig, BotEvent, BotHost, BotId, BotState, HostCon
 use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionEnd;
-use bzhead::observer::{format_t, json_line, text_line, Filter};
+use bzhead::observer::{json_envelope, json_line, text_line, Filter};
 use bzhead::reactor::{Reactor, ReactorOptions};
 
 use super::exit::{CONNECT, KICKED, OK, PROTOCOL, REJECTED, USAGE};
@@ -176,7 +176,7 @@ fn start(a: &BotArgs) -> Result<Bots, u8> {
 }
 
 /// When every bot gave up (kicked, rejected, bots disabled): the exit code and the first reason.
-fn all_stopped(host: &BotHost) -> Option<(u8, String)> {
+pub(super) fn all_stopped(host: &BotHost) -> Option<(u8, String)> {
     let ids = host.bot_ids();
     let all_stopped =
         !ids.is_empty() && ids.iter().all(|b| matches!(host.status(*b).map(|s| s.state), Some(BotState::Stopped(_))));
@@ -318,12 +318,17 @@ fn tick_stats(host: &BotHost) {
     eprintln!("bzhead: longest event-loop turn: {} µs", host.longest_turn().as_micros());
 }
 
-fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {
+pub(super) fn bot_line(t: Duration, name: &str, e: &BotEvent, json: bool) -> String {
     if json {
-        let body = serde_json::to_string(e).unwrap_or_default();
-        let rest = body.strip_prefix('{').unwrap_or(&body);
-        let name = serde_json::to_string(name).unwrap_or_default();
-        return format!("{{\"v\":1,\"t\":{},\"type\":\"bot\",\"bot\":{name},{rest}", format_t(t));
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            bot: &'a str,
+            #[serde(flatten)]
+            event: &'a BotEvent,
+        }
+        return json_envelope(t, &Line { kind: "bot", bot: name, event: e });
     }
     let what = match e {
         BotEvent::Connecting { attempt: 1 } => "connecting".to_string(),

@@ -3,7 +3,7 @@
 //!
 //! * [`observe`]: `observe` (and, with `--web`, [`web`]); [`replay`]: `replay`.
 //! * [`query_bzflag`]: `query bzflag`; [`query`]: `query PROTOCOL`, `plugins` and `scan`.
-//! * [`world`]: `world`; [`monitor`]: `monitor`; [`bot`]: `bot`.
+//! * [`world`]: `world`; [`monitor`]: `monitor`; [`bot`]: `bot`; [`bzrc`]: `bzrc`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +12,7 @@ use std::time::Duration;
 use bzhead::cache::WorldCache;
 
 pub mod bot;
+pub mod bzrc;
 pub mod monitor;
 pub mod observe;
 pub mod query;

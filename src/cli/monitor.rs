@@ -22,6 +22,8 @@ use bzhead::bzflag::consts::{PlayerType, Team};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::{sse_event, sse_head, Limits, Response};
+use bzhead::master::dpmaster::{self, Dpmaster};
+use bzhead::master::{self, Masters, Served};
 use bzhead::monitor::api::{self, Routed};
 use bzhead::monitor::config::{self, Config};
 use bzhead::monitor::masters::{self, Fetched, Format};
@@ -35,6 +37,7 @@ use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{ScanConfig, Target, BZFLAG};
 use bzhead::reactor::{
     HttpConnId, HttpEvent, HttpListenerId, JobId, JobResult, Lane, Reactor, ScanId, SessionId, SessionOptions,
+    UdpServiceId,
 };
 
 use super::query::PluginDirs;
@@ -76,7 +79,8 @@ pub struct MonitorArgs {
     /// Re-send an unanswered request this many times [default: 2].
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, 16))]
     retries: Option<u32>,
-    /// Take master entries with special-use addresses (loopback, private networks...) too.
+    /// Take master entries with special-use addresses (loopback, private networks...) too, and list servers with
+    /// such addresses that register with --dpmaster (dpmaster's --allow-loopback).
     #[arg(long)]
     allow_private: bool,
     /// Most ports taken per host from a master's list [default: 4].
@@ -86,12 +90,40 @@ pub struct MonitorArgs {
     /// and the metrics [default: 604800, 7 days].
     #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(FORGET_AFTER.0, FORGET_AFTER.1))]
     forget_after: Option<f64>,
+    /// Behind a reverse proxy on this machine (nginx: `proxy_set_header X-Real-IP $remote_addr`), the masters take
+    /// a registering server's address from this request header, on requests from loopback only (DDNet mastersrv's
+    /// --connecting-ip-header).
+    #[arg(long, value_name = "NAME")]
+    master_ip_header: Option<String>,
     /// Stop after this many rounds (for tests and benchmarks).
     #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u64, u64::MAX))]
     rounds: Option<u64>,
     /// Print one JSON line per round on stdout (its number, duration and counts).
     #[arg(long)]
     print_rounds: bool,
+    /// Serve a dpmaster-compatible master on UDP ADDR, e.g. 0.0.0.0:27950 (repeatable: IPv4 and IPv6 addresses);
+    /// see docs/master.md.
+    #[arg(long = "dpmaster", value_name = "ADDR")]
+    dpmaster: Vec<String>,
+    /// Most servers the master holds, pending ones included (dpmaster -n) [default: 4096].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 10_000_000))]
+    dpmaster_max_servers: Option<u32>,
+    /// Most servers per IP address (dpmaster -N) [default: 32].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(1u32, 10_000_000))]
+    dpmaster_max_per_address: Option<u32>,
+    /// List requests per IP address before they are dropped, one more every 3 s (dpmaster -f --fp-throttle N);
+    /// 0 turns the flood throttles off [default: 5].
+    #[arg(long, value_name = "N", value_parser = bzhead::args::int(0u32, 1_000_000))]
+    dpmaster_flood_throttle: Option<u32>,
+    /// Serve only these games (accept) or all but these (reject) (dpmaster --game-policy).
+    #[arg(long, value_names = ["accept|reject", "NAME"], num_args = 2..)]
+    dpmaster_game_policy: Vec<String>,
+    /// Change a game's properties: protocols, options, heartbeat or flatline with =, += or -= (dpmaster -g).
+    #[arg(long, value_names = ["GAME", "KEY=VALUE"], num_args = 2..)]
+    dpmaster_game_property: Vec<String>,
+    /// Seconds a valid infoResponse lists a server [default: 900].
+    #[arg(long, value_name = "SECONDS", value_parser = bzhead::args::float(DPMASTER_LEASE.0, DPMASTER_LEASE.1))]
+    dpmaster_lease: Option<f64>,
     #[command(flatten)]
     dirs: PluginDirs,
 }
@@ -103,12 +135,16 @@ mod exit {
     pub const FAILED: u8 = 6;
 }
 
+/// The range of `--dpmaster-lease` (and `dpmaster.lease`), seconds.
+const DPMASTER_LEASE: (f64, f64) = config::DPMASTER_LEASE_RANGE;
 /// The range of `--forget-after` (and `forget_after`), seconds.
 const FORGET_AFTER: (f64, f64) = config::FORGET_AFTER_RANGE;
 /// The worker lane the database is written on (a stalled disk holds up nothing else; waited for at exit).
 const DB_LANE: Lane = Lane::new("monitor-db", true);
 /// The worker lane HTTP lists are fetched on (a fetch is bounded by its own time limit; not waited for at exit).
 const FETCH_LANE: Lane = Lane::new("monitor-fetch", false);
+/// The protocol the dpmaster master's servers are queried with.
+const QUAKE3: &str = "quake3";
 /// Longest wait at exit for the rounds still queued to be written.
 const FLUSH_AT_EXIT: Duration = Duration::from_secs(30);
 
@@ -147,6 +183,9 @@ struct Sources {
     joins: Vec<JoinCheck>,
     /// Lists fetched over HTTP(S) each round.
     http_masters: Vec<(Format, String)>,
+    /// UDP masters: their address, the name they are mirrored under (`protocol@address`) and the protocol of
+    /// their entries.
+    udp_masters: Vec<(SocketAddr, String, String)>,
 }
 
 fn split_source(s: &str, what: &str) -> Result<(String, String), String> {
@@ -184,6 +223,7 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
         }
     }
     let mut http_masters = Vec::new();
+    let mut udp_masters = Vec::new();
     for m in &cfg.master {
         if let Some(format) = Format::from_name(&m.protocol) {
             let Some(url) = &m.url else {
@@ -206,9 +246,11 @@ fn sources(set: &PluginSet, cfg: &Config, now: Instant) -> Result<Sources, Strin
             game_protocol: m.game_protocol.map(|p| p.to_string()),
             filters: m.filters.clone(),
         };
-        targets.push(front::master_target(set, &spec).map_err(|e| e.to_string())?);
+        let t = front::master_target(set, &spec).map_err(|e| e.to_string())?;
+        udp_masters.push((t.addr, format!("{}@{}", m.protocol, address), servers.clone()));
+        targets.push(t);
     }
-    Ok(Sources { targets, joins, http_masters })
+    Ok(Sources { targets, joins, http_masters, udp_masters })
 }
 
 /// The command.
@@ -247,6 +289,74 @@ struct Settings {
     rate: u32,
     policy: MasterPolicy,
     scan_cfg: ScanConfig,
+    /// The dpmaster-compatible master to serve: its addresses and policies.
+    dpmaster: Option<(Vec<SocketAddr>, dpmaster::Config)>,
+}
+
+/// `words` cut before every word that `starts` says begins a group.
+fn groups(words: &[String], starts: impl Fn(&str) -> bool) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for w in words {
+        match out.last_mut() {
+            Some(g) if !starts(w) => g.push(w.clone()),
+            _ => out.push(vec![w.clone()]),
+        }
+    }
+    out
+}
+
+/// The dpmaster master's addresses and policies, from the options over `[dpmaster]`; `None` when it has no address.
+fn dpmaster_settings(a: &MonitorArgs, cfg: &Config) -> Result<Option<(Vec<SocketAddr>, dpmaster::Config)>, String> {
+    let d = cfg.dpmaster.clone().unwrap_or_default();
+    let mut addrs = Vec::new();
+    for s in d.listen.iter().chain(&a.dpmaster) {
+        addrs.push(resolve(s, dpmaster::DEFAULT_PORT).map_err(|e| format!("--dpmaster {s}: {e}"))?);
+    }
+    if addrs.is_empty() {
+        return Ok(None);
+    }
+    let mut games = dpmaster::builtin_games();
+    let changes = d.game_properties.iter().map(|(g, c)| (g.as_str(), c.as_slice()));
+    // Clap gives the words of every occurrence in one list: a word without `=` starts the next game.
+    let given = groups(&a.dpmaster_game_property, |w| !w.contains('='));
+    let given = given.iter().filter_map(|v| v.split_first()).map(|(g, c)| (g.as_str(), c));
+    for (game, changes) in changes.chain(given) {
+        for change in changes {
+            dpmaster::apply_property(&mut games, game, change).map_err(|e| format!("dpmaster game property: {e}"))?;
+        }
+    }
+    // One policy, accept or reject, for every list (as dpmaster requires).
+    let mut lists: Vec<(String, Vec<String>)> = Vec::new();
+    if let Some(p) = &d.game_policy {
+        lists.push((p.clone(), d.games.clone()));
+    }
+    for v in groups(&a.dpmaster_game_policy, |w| w == "accept" || w == "reject") {
+        if let Some((p, names)) = v.split_first() {
+            lists.push((p.clone(), names.to_vec()));
+        }
+    }
+    let mut policy = dpmaster::GamePolicy::All;
+    for (p, names) in lists {
+        policy = match (p.as_str(), policy) {
+            ("accept", dpmaster::GamePolicy::All) => dpmaster::GamePolicy::Accept(names),
+            ("accept", dpmaster::GamePolicy::Accept(n)) => dpmaster::GamePolicy::Accept([n, names].concat()),
+            ("reject", dpmaster::GamePolicy::All) => dpmaster::GamePolicy::Reject(names),
+            ("reject", dpmaster::GamePolicy::Reject(n)) => dpmaster::GamePolicy::Reject([n, names].concat()),
+            ("accept" | "reject", _) => return Err("--dpmaster-game-policy: accept and reject cannot be mixed".into()),
+            (other, _) => return Err(format!("--dpmaster-game-policy {other:?}: expected accept or reject")),
+        };
+    }
+    let count = |given: Option<u32>, file: Option<u32>, default: usize| given.or(file).map_or(default, |n| n as usize);
+    let cfg = dpmaster::Config {
+        max_servers: count(a.dpmaster_max_servers, d.max_servers, dpmaster::DEFAULT_MAX_SERVERS),
+        max_per_address: count(a.dpmaster_max_per_address, d.max_per_address, dpmaster::DEFAULT_MAX_PER_ADDRESS),
+        flood_throttle: a.dpmaster_flood_throttle.or(d.flood_throttle).unwrap_or(dpmaster::DEFAULT_FLOOD_THROTTLE),
+        allow_private: a.allow_private || cfg.allow_private.unwrap_or(false),
+        lease: a.dpmaster_lease.or(d.lease).map_or(dpmaster::LEASE, Duration::from_secs_f64),
+        policy,
+        games,
+    };
+    Ok(Some((addrs, cfg)))
 }
 
 impl Settings {
@@ -282,8 +392,17 @@ impl Settings {
         let set = PluginSet::load_standard(&plugin_dirs(&a.dirs.plugin_dir));
         let started = Instant::now();
         let sources = sources(&set, &cfg, started).map_err(usage)?;
-        if sources.targets.is_empty() && sources.http_masters.is_empty() {
-            return Err(usage("nothing to monitor: give --server, --list or --config".into()));
+        let dpmaster = dpmaster_settings(a, &cfg).map_err(usage)?;
+        if sources.targets.is_empty()
+            && sources.http_masters.is_empty()
+            && dpmaster.is_none()
+            && a.http.is_none()
+            && cfg.http.is_none()
+        {
+            return Err(usage(
+                "nothing to monitor: give --server, --list, --config, --dpmaster or --http (to serve as a master)"
+                    .into(),
+            ));
         }
         let retention = Retention {
             samples_days: cfg.samples_days.unwrap_or(Retention::default().samples_days),
@@ -316,7 +435,7 @@ impl Settings {
             )
         };
         let db = DbPlace { path: db, retention, max_queued_bytes };
-        Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg })
+        Ok(Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg, dpmaster })
     }
 }
 
@@ -330,6 +449,8 @@ struct Running<'a> {
     targets: Vec<Target>,
     joins: Vec<JoinCheck>,
     http_masters: Vec<(Format, String)>,
+    /// The masters served on the HTTP listener, and their I/O.
+    side: MasterSide,
     monitor: Monitor,
     reactor: Reactor,
     /// The database, while no write job holds it.
@@ -342,12 +463,14 @@ struct Running<'a> {
     write_job: Option<JobId>,
     /// After a failed write: no new job before this (unless a new round comes).
     write_retry_at: Option<Instant>,
-    /// List fetches running: the job and its round.
-    fetch_jobs: Vec<(JobId, u64)>,
+    /// List fetches running: the job, its round and its master (an index into `http_masters`).
+    fetch_jobs: Vec<(JobId, u64, usize)>,
     /// Lists of this round not fetched yet.
     fetches_left: usize,
     signals: Receiver<i32>,
     listener: Option<HttpListenerId>,
+    /// The dpmaster-compatible master served.
+    dpmaster: Option<UdpServiceId>,
     /// Change-feed streams: the connection and the last event id sent to it.
     streams: Vec<(HttpConnId, u64)>,
     own: Own,
@@ -361,8 +484,8 @@ struct Running<'a> {
 impl<'a> Running<'a> {
     /// Loads the database and starts the reactor and the HTTP listener.
     fn start(a: &'a MonitorArgs, s: Settings) -> Result<Running<'a>, (u8, String)> {
-        let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg } = s;
-        let Sources { targets, joins, http_masters } = sources;
+        let Settings { db, http, interval, set, started, sources, mcfg, rate, policy, scan_cfg, dpmaster } = s;
+        let Sources { targets, joins, http_masters, udp_masters } = sources;
         // Resume what the database holds (before the loop starts: this read is the start-up, not a turn).
         let loaded = store::open(&db.path)
             .and_then(|c| store::load(&c, mcfg.max_sightings, mcfg.history_points).map_err(store::OpenError::from))
@@ -376,11 +499,26 @@ impl<'a> Running<'a> {
         let listener = match &http {
             Some(addr) => {
                 let sa: SocketAddr = resolve(addr, 8080).map_err(|e| (exit::USAGE, format!("--http {addr}: {e}")))?;
+                // The masters' registration routes take a small body; every other route refuses one.
+                let limits =
+                    Limits { max_body: master::MAX_BODY, body_routes: master::BODY_ROUTES, ..Limits::from_env() };
                 let (id, local) = reactor
-                    .add_http_listener(sa, Limits::from_env())
+                    .add_http_listener(sa, limits)
                     .map_err(|e| (exit::FAILED, format!("cannot listen on {sa}: {e}")))?;
                 reactor.http_allow_hosts(id, &a.allow_host);
                 eprintln!("bzhead: monitor API on http://{local}/");
+                Some(id)
+            }
+            None => None,
+        };
+        let dpmaster = match dpmaster {
+            Some((addrs, cfg)) => {
+                let (id, local) = reactor
+                    .add_udp_service(&addrs, Box::new(Dpmaster::new(cfg)))
+                    .map_err(|e| (exit::FAILED, format!("cannot serve the dpmaster master: {e}")))?;
+                for l in local {
+                    eprintln!("bzhead: dpmaster master on udp://{l}");
+                }
                 Some(id)
             }
             None => None,
@@ -394,6 +532,7 @@ impl<'a> Running<'a> {
             targets,
             joins,
             http_masters,
+            side: MasterSide::new(a.allow_private, udp_masters, a.master_ip_header.clone()),
             monitor,
             reactor,
             db: Some(Box::new(Database::new(db.path.clone(), db.retention, unix_now))),
@@ -405,6 +544,7 @@ impl<'a> Running<'a> {
             fetches_left: 0,
             signals,
             listener,
+            dpmaster,
             streams: Vec::new(),
             own: Own::default(),
             plugins: Some(set),
@@ -434,8 +574,12 @@ impl<'a> Running<'a> {
             self.start_write(Instant::now());
             let join_view: Vec<(String, bool, Option<f64>)> =
                 self.joins.iter().filter_map(|j| j.last.map(|(ok, s)| (j.addr.to_string(), ok, s))).collect();
+            if let Some(id) = self.dpmaster {
+                self.side.dpmaster = self.reactor.udp_service::<Dpmaster>(id).map(|m| m.counters());
+            }
             if self.listener.is_some() {
-                serve_http(&mut self.reactor, &self.monitor, &self.own, &join_view, &mut self.streams);
+                let m = (&self.monitor, &self.own, join_view.as_slice());
+                serve_http(&mut self.reactor, m, &mut self.side, &mut self.streams);
             }
             if self.a.rounds.is_some_and(|n| self.own.rounds >= n) && self.round.is_none() {
                 break;
@@ -508,10 +652,15 @@ impl<'a> Running<'a> {
                         self.db = Some(Box::new(Database::new(path, retention, unix_now)));
                     }
                 }
-            } else if let Some(i) = self.fetch_jobs.iter().position(|(j, _)| *j == id) {
-                let (_, round) = self.fetch_jobs.swap_remove(i);
+            } else if let Some(i) = self.fetch_jobs.iter().position(|(j, ..)| *j == id) {
+                let (_, round, which) = self.fetch_jobs.swap_remove(i);
                 let outcome = result.downcast::<Fetched>().map_or_else(|_| Err("the fetch failed".to_owned()), |b| *b);
+                if let Some((_, url)) = self.http_masters.get(which) {
+                    self.side.mirror_http(url, &outcome);
+                }
                 self.take_list(round, outcome);
+            } else {
+                self.side.job_done(&mut self.reactor, id, result);
             }
         }
     }
@@ -560,15 +709,25 @@ impl<'a> Running<'a> {
             return;
         }
         let Some(p) = self.plugins.take() else { return };
+        // The servers registered with the dpmaster master are queried too (so they get history).
+        let mut targets = std::borrow::Cow::Borrowed(&self.targets[..]);
+        if let Some(m) = self.dpmaster.and_then(|id| self.reactor.udp_service::<Dpmaster>(id)) {
+            let listed = m.listed(now);
+            if !listed.is_empty() {
+                let known: std::collections::HashSet<SocketAddr> = self.targets.iter().map(|t| t.addr).collect();
+                let more = listed.into_iter().filter(|l| !known.contains(&l.addr)).map(|l| Target::new(QUAKE3, l.addr));
+                targets.to_mut().extend(more);
+            }
+        }
         // The round's pace (round_rate) from its targets; retuned once masters expanded it (Running::repace).
-        let cfg = self.scan_cfg.clone().at_rate(round_rate(self.targets.len() as u64, self.interval, self.rate));
+        let cfg = self.scan_cfg.clone().at_rate(round_rate(targets.len() as u64, self.interval, self.rate));
         self.monitor.begin_round(unix_now());
-        self.round = Some((front::start(&mut self.reactor, p, cfg, &self.targets), now));
+        self.round = Some((front::start(&mut self.reactor, p, cfg, &targets), now));
         let round = self.monitor.round();
-        for (format, url) in &self.http_masters {
+        for (which, (format, url)) in self.http_masters.iter().enumerate() {
             let (format, url) = (*format, url.clone());
             let id = self.reactor.submit_on(FETCH_LANE, move || Box::new(masters::fetch(format, &url)) as JobResult);
-            self.fetch_jobs.push((id, round));
+            self.fetch_jobs.push((id, round, which));
         }
         self.fetches_left = self.http_masters.len();
         // The next round one interval after this one began, plus up to 5% of jitter.
@@ -606,8 +765,10 @@ impl<'a> Running<'a> {
     fn take_results(&mut self) {
         let mut expanded = false;
         let monitor = &mut self.monitor;
+        let side = &mut self.side;
         front::drain(&mut self.reactor, |r| {
             expanded |= r.outcome.as_ref().is_ok_and(|a| a.servers().is_some());
+            side.mirror_udp(r);
             monitor.observe(r);
         });
         if expanded {
@@ -640,6 +801,7 @@ impl<'a> Running<'a> {
             if *accepted && *udp {
                 let secs = at.saturating_duration_since(*began).as_secs_f64();
                 j.last = Some((true, Some(secs)));
+                self.side.masters.verified.insert(j.addr, unix_now());
                 self.own.joins_ok += 1;
                 info!(server = %j.addr, seconds = secs, "verify_join: joined");
                 reactor.leave(sid);
@@ -722,20 +884,33 @@ impl<'a> Running<'a> {
     }
 }
 
+/// What the monitor's own routes answer from: its state, its counters, the join checks.
+type MonitorView<'a> = (&'a Monitor, &'a Own, &'a [(String, bool, Option<f64>)]);
+
 /// Answers the HTTP requests of this turn and pushes new events to the change-feed streams.
 fn serve_http(
     reactor: &mut Reactor,
-    monitor: &Monitor,
-    own: &Own,
-    joins: &[(String, bool, Option<f64>)],
+    (monitor, own, joins): MonitorView,
+    side: &mut MasterSide,
     streams: &mut Vec<(HttpConnId, u64)>,
 ) {
     while let Some(ev) = reactor.poll_http_event() {
         match ev {
             HttpEvent::Request { conn, request, .. } => {
+                if Masters::serves(&request.path) {
+                    side.request(reactor, conn, &request, monitor);
+                    continue;
+                }
                 let param = |k: &str| request.query_param(k);
                 match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
-                    Routed::Response(r) => {
+                    Routed::Response(mut r) => {
+                        if request.path == "/metrics" {
+                            // Leases run out on the clock, not only on requests to the masters.
+                            side.masters.tick(unix_now());
+                            r.body.extend_from_slice(
+                                bzhead::master::metrics::render_masters(&side.masters, side.dpmaster).as_bytes(),
+                            );
+                        }
                         let mut resp = Response::new(r.status, r.content_type, r.body);
                         if r.content_type.starts_with("text/html") {
                             resp = resp.with_header("Content-Security-Policy", api::PAGE_CSP);
@@ -769,4 +944,112 @@ fn serve_http(
 
 fn signals_pending(rx: &Receiver<i32>) -> bool {
     rx.try_recv().is_ok()
+}
+
+/// The worker lane of the BZFlag connect-back checks (each at most [`master::bzfls::CONNECT_BACK_TIMEOUT`]; at most
+/// [`master::bzfls::MAX_CHECKS`] at once; not waited for at exit).
+const CHECK_LANE: Lane = Lane::new("master-check", false);
+
+/// The masters served on the HTTP listener and their I/O: the connect-back checks on the worker, the DDNet
+/// challenges sent from a UDP socket of their own (non-blocking: a datagram that cannot go now is counted, and the
+/// server's next register, 15 s later, brings another), and the mirror of the upstream masters.
+struct MasterSide {
+    masters: Masters,
+    /// Connect-back checks running: the job and the connection waiting for the answer.
+    checks: Vec<(JobId, HttpConnId, master::bzfls::Check)>,
+    /// The challenge sockets (IPv4, IPv6), opened on first use.
+    udp: [Option<std::net::UdpSocket>; 2],
+    /// UDP masters: address, name, protocol of the entries.
+    udp_masters: Vec<(SocketAddr, String, String)>,
+    /// `--master-ip-header`.
+    ip_header: Option<String>,
+    /// The dpmaster master's counters (taken from its UDP service each turn), when it is served.
+    dpmaster: Option<master::Counters>,
+}
+
+impl MasterSide {
+    fn new(
+        allow_private: bool,
+        udp_masters: Vec<(SocketAddr, String, String)>,
+        ip_header: Option<String>,
+    ) -> MasterSide {
+        let masters = Masters::new(allow_private, unix_now());
+        MasterSide { masters, checks: Vec::new(), udp: [None, None], udp_masters, ip_header, dpmaster: None }
+    }
+
+    /// A master request: answered now, after a check, or with a challenge sent.
+    fn request(&mut self, reactor: &mut Reactor, conn: HttpConnId, req: &bzhead::http::Request, monitor: &Monitor) {
+        let Some(peer) = reactor.http_peer(conn) else { return };
+        let mut ip = match peer.ip() {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer.ip(), std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        // A proxy on this machine says whom it forwards (only a loopback peer is believed).
+        if let (true, Some(h)) = (ip.is_loopback(), &self.ip_header) {
+            if let Some(forwarded) = req.header(h).and_then(|v| v.trim().parse::<std::net::IpAddr>().ok()) {
+                ip = forwarded;
+            }
+        }
+        let served = self.masters.handle(req, ip, unix_now(), monitor);
+        self.serve(reactor, conn, served);
+    }
+
+    fn serve(&mut self, reactor: &mut Reactor, conn: HttpConnId, served: Served) {
+        match served {
+            Served::Response(status, ct, body) => reactor.http_respond(conn, &Response::new(status, ct, body)),
+            Served::Challenge(status, body, to, packet) => {
+                if !self.send(to, &packet) {
+                    self.masters.challenges_unsent += 1;
+                }
+                reactor.http_respond(conn, &Response::new(status, "application/json", body));
+            }
+            Served::Check(check) => {
+                let (nameport, source) = (check.listing.nameport.clone(), check.source);
+                let job = reactor.submit_on(CHECK_LANE, move || {
+                    Box::new(master::bzfls::connect_back(&nameport, source)) as JobResult
+                });
+                self.checks.push((job, conn, check));
+            }
+        }
+    }
+
+    fn send(&mut self, to: SocketAddr, packet: &[u8]) -> bool {
+        let (slot, bind) = if to.is_ipv4() { (0, "0.0.0.0:0") } else { (1, "[::]:0") };
+        if self.udp[slot].is_none() {
+            self.udp[slot] = std::net::UdpSocket::bind(bind).and_then(|s| s.set_nonblocking(true).map(|()| s)).ok();
+        }
+        self.udp[slot].as_ref().is_some_and(|s| s.send_to(packet, to).is_ok())
+    }
+
+    /// A finished worker job: a connect-back check's outcome answers its request.
+    fn job_done(&mut self, reactor: &mut Reactor, id: JobId, result: JobResult) {
+        let Some(i) = self.checks.iter().position(|(j, ..)| *j == id) else { return };
+        let (_, conn, check) = self.checks.swap_remove(i);
+        let outcome =
+            result.downcast::<Result<SocketAddr, String>>().map_or_else(|_| Err("the check failed".to_owned()), |b| *b);
+        let served = self.masters.checked(check, outcome, unix_now());
+        self.serve(reactor, conn, served);
+    }
+
+    /// An HTTP master's list (or its failure), mirrored.
+    fn mirror_http(&mut self, url: &str, outcome: &Fetched) {
+        match outcome {
+            Ok(entries) => self.masters.registry.listed(url, entries.iter().map(|e| (e.protocol, e.addr)), unix_now()),
+            Err(e) => self.masters.registry.failed(url, e, unix_now()),
+        }
+    }
+
+    /// A UDP master's answer (or its failure), mirrored: its entries are of the protocol the round queries them
+    /// with (the master target's `servers`).
+    fn mirror_udp(&mut self, r: &bzhead::query::QueryResult) {
+        let Some((_, name, protocol)) = self.udp_masters.iter().find(|(a, ..)| *a == r.address) else { return };
+        match &r.outcome {
+            Ok(a) => {
+                if let Some(list) = a.servers() {
+                    self.masters.registry.listed(name, list.iter().map(|s| (protocol.as_str(), *s)), unix_now());
+                }
+            }
+            Err(e) => self.masters.registry.failed(name, &e.to_string(), unix_now()),
+        }
+    }
 }

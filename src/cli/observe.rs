@@ -17,7 +17,7 @@ use bzhead::bzflag::session::{Session, SessionConfig};
 use bzhead::netwatch::{
     link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
 };
-use bzhead::observer::{json_line, text_line, Filter};
+use bzhead::observer::{json_envelope, json_line, text_line, Filter, Stamp};
 use bzhead::reactor::{Reactor, SessionId, SessionOptions};
 use bzhead::text::for_terminal;
 
@@ -163,7 +163,7 @@ impl ObserveArgs {
     }
 
     /// The event line of `ev` at `t`, as `--json` asks.
-    pub fn event_line(&self, t: Duration, ev: &Event) -> String {
+    pub fn event_line(&self, t: impl Into<Stamp>, ev: &Event) -> String {
         if self.json {
             json_line(t, ev)
         } else {
@@ -238,7 +238,13 @@ impl Controls {
 }
 
 /// The netstats block of `session` at `now` (`t` since the start): the link line, then a line per player.
-pub fn netstats_block(session: &Session, now: Instant, t: Duration, json: bool) -> impl Iterator<Item = String> {
+pub fn netstats_block(
+    session: &Session,
+    now: Instant,
+    t: impl Into<Stamp>,
+    json: bool,
+) -> impl Iterator<Item = String> {
+    let t: Stamp = t.into();
     std::iter::once(link_line(session, now, t, json)).chain(netstats_lines(session, now, t, json))
 }
 
@@ -280,9 +286,15 @@ fn numbered_callsign(base: &str, k: u32, count: u32) -> String {
 /// With `--count`: the line saying that observer `k` joined (JSON `observer_joined`, or text).
 fn joined_line(json: bool, t: Duration, k: u32, callsign: &str, player_id: u8) -> String {
     if json {
-        let t = bzhead::observer::format_t(t);
-        let cs = serde_json::Value::from(callsign);
-        format!(r#"{{"v":1,"t":{t},"type":"observer_joined","observer":{k},"callsign":{cs},"id":{player_id}}}"#)
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            observer: u32,
+            callsign: &'a str,
+            id: u8,
+        }
+        json_envelope(t, &Line { kind: "observer_joined", observer: k, callsign, id: player_id })
     } else {
         format!("--- observer {k} ({callsign}) joined as player {player_id}")
     }
@@ -291,7 +303,13 @@ fn joined_line(json: bool, t: Duration, k: u32, callsign: &str, player_id: u8) -
 /// With `--count`: the line saying that every observer has joined (JSON `all_joined`, or text).
 fn all_joined_line(json: bool, t: Duration, count: u32) -> String {
     if json {
-        format!(r#"{{"v":1,"t":{},"type":"all_joined","count":{count}}}"#, bzhead::observer::format_t(t))
+        #[derive(serde::Serialize)]
+        struct Line {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            count: u32,
+        }
+        json_envelope(t, &Line { kind: "all_joined", count })
     } else {
         format!("--- all {count} observers joined")
     }

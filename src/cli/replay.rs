@@ -4,6 +4,10 @@
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::time::Instant;
+
+use bzhead::http::Limits;
+use bzhead::web::WebView;
 
 use bzhead::observer::{json_line, text_line};
 
@@ -28,10 +32,21 @@ pub struct ReplayArgs {
     /// docs/schemas/summary.schema.json).
     #[arg(long)]
     summary: bool,
+    /// Serve the replay in the web view of `observe --web` on ADDR (`HOST:PORT`, or a bare `PORT` on 127.0.0.1),
+    /// with a timeline: play, pause, speed from 0.25x to 64x, seek. Starts paused at the beginning; runs until
+    /// interrupted.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "summary", "show", "hide"])]
+    web: Option<String>,
+    /// With --web: another `Host` name the view answers on a loopback address (repeatable; `*` for any).
+    #[arg(long, value_name = "NAME", requires = "web")]
+    allow_host: Vec<String>,
 }
 
 /// Runs the command; returns the exit code.
 pub fn run(a: ReplayArgs) -> u8 {
+    if let Some(web) = &a.web {
+        return run_web(&a, web);
+    }
     let filter = match super::event_filter(&a.show, &a.hide) {
         Ok(f) => f,
         Err(code) => return code,
@@ -85,5 +100,53 @@ pub fn run(a: ReplayArgs) -> u8 {
     match r {
         Ok(()) => exit::OK,
         Err(e) => fail(&e),
+    }
+}
+
+/// `bzhead replay FILE --web ADDR`: the recording in the web view, on one reactor, until interrupted.
+fn run_web(a: &ReplayArgs, web: &str) -> u8 {
+    let bind = match super::web::web_addr(web) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("bzhead: {e}");
+            return exit::USAGE;
+        }
+    };
+    let replay = match bzhead::web::replay::Replay::open(&a.file, Instant::now()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bzhead: {}: {e}", a.file.display());
+            return exit::USAGE;
+        }
+    };
+    let mut reactor = match super::new_reactor() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let (listener, local) = match reactor.add_http_listener(bind, Limits::from_env()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("bzhead: cannot serve the web view on {bind}: {e}");
+            return exit::USAGE;
+        }
+    };
+    reactor.http_allow_hosts(listener, &a.allow_host);
+    let label = a.file.file_name().map_or_else(|| a.file.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let status = replay.status(Instant::now());
+    let mut view = WebView::for_replay(&label, replay);
+    eprintln!("bzhead: web view on http://{local}/ (replay of {:.1} s, paused)", status.duration());
+    let mut wake = Instant::now();
+    loop {
+        if let Err(e) = reactor.turn(Some(wake.saturating_duration_since(Instant::now()))) {
+            eprintln!("bzhead: event loop failed: {e}");
+            return exit::PROTOCOL;
+        }
+        while let Some((id, result)) = reactor.poll_job() {
+            let _ = view.on_job(id, result);
+        }
+        while let Some(ev) = reactor.poll_http_event() {
+            view.on_http(&mut reactor, ev);
+        }
+        wake = view.tick(&mut reactor, Instant::now());
     }
 }

@@ -13,7 +13,7 @@ use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionConfig;
 use bzhead::http::Limits;
 use bzhead::netwatch::{reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect};
-use bzhead::observer::Filter;
+use bzhead::observer::{Filter, Stamp};
 use bzhead::reactor::{Reactor, SessionId};
 use bzhead::web::{Status, WebView};
 
@@ -266,9 +266,14 @@ impl<'a> WebObservers<'a> {
         }
     }
 
+    /// The stamp of a JSON line about server `si` at `t`: with several servers, the line says which one.
+    fn stamp(&self, si: usize, t: Duration) -> Stamp {
+        Stamp { t, server: self.multi.then_some(si) }
+    }
+
     /// Writes a line about server `si` (tagged when there are several; flushed at the end of the turn).
     fn line(&mut self, si: usize, line: &str) {
-        let _ = writeln!(self.out, "{}", tag(line, si, &self.servers[si].label, self.a.json, self.multi));
+        let _ = writeln!(self.out, "{}", tag(line, &self.servers[si].label, self.a.json, self.multi));
         self.printed = true;
     }
 
@@ -284,7 +289,7 @@ impl<'a> WebObservers<'a> {
                     s.retry_at = Some(now + delay);
                     let why = format!("cannot connect to {}", s.addr);
                     self.view.set_status(&mut self.reactor, si, Status::Reconnecting);
-                    let t = now.saturating_duration_since(self.start);
+                    let t = self.stamp(si, now.saturating_duration_since(self.start));
                     self.line(si, &reconnecting_line(t, self.a.json, attempt, delay, &why));
                 }
             }
@@ -294,7 +299,7 @@ impl<'a> WebObservers<'a> {
     /// An observer's event: the back-off, the view, and the lines.
     fn on_event(&mut self, sid: SessionId, at: Instant, ev: Event) {
         let Some(si) = self.servers.iter().position(|s| s.session == Some(sid)) else { return };
-        let t = at.saturating_duration_since(self.start);
+        let t = self.stamp(si, at.saturating_duration_since(self.start));
         let json = self.a.json;
         let mut extra = None;
         match &ev {
@@ -350,7 +355,7 @@ impl<'a> WebObservers<'a> {
                     }
                     NetstatsDue::Print if self.print_netstats => {
                         let Some(session) = self.reactor.session(sid).filter(|x| x.is_joined()) else { continue };
-                        let t = now.saturating_duration_since(self.start);
+                        let t = self.stamp(si, now.saturating_duration_since(self.start));
                         let lines: Vec<String> = netstats_block(session, now, t, self.a.json).collect();
                         for line in lines {
                             self.line(si, &line);
@@ -391,16 +396,13 @@ fn si_of_record(s: &Server, a: &ObserveArgs) -> bool {
     a.record.is_some() && a.servers.first() == Some(&s.label)
 }
 
-/// With several servers, a line says which one it is about: text lines start with `[LABEL] `, JSON lines get
-/// `"server":N` first.
-fn tag(line: &str, si: usize, label: &str, json: bool, multi: bool) -> String {
-    match (multi, json) {
-        (false, _) => line.to_string(),
-        (true, true) => match line.strip_prefix('{') {
-            Some(rest) => format!("{{\"server\":{si},{rest}"),
-            None => line.to_string(),
-        },
-        (true, false) => format!("[{label}] {line}"),
+/// With several servers, a text line says which one it is about: it starts with `[LABEL] ` (a JSON line has
+/// `"server":N` in its envelope, [`WebObservers::stamp`]).
+fn tag(line: &str, label: &str, json: bool, multi: bool) -> String {
+    if multi && !json {
+        format!("[{label}] {line}")
+    } else {
+        line.to_string()
     }
 }
 
@@ -414,8 +416,8 @@ mod tests {
         assert_eq!(web_addr("0.0.0.0:80").unwrap(), "0.0.0.0:80".parse().unwrap());
         assert_eq!(web_addr("[::1]:8080").unwrap(), "[::1]:8080".parse().unwrap());
         assert!(web_addr("localhost").is_err());
-        assert_eq!(tag(r#"{"v":1}"#, 2, "a", true, true), r#"{"server":2,"v":1}"#);
-        assert_eq!(tag("--- x", 0, "h:1", false, true), "[h:1] --- x");
-        assert_eq!(tag("--- x", 0, "h:1", false, false), "--- x");
+        assert_eq!(tag(r#"{"v":1}"#, "a", true, true), r#"{"v":1}"#);
+        assert_eq!(tag("--- x", "h:1", false, true), "[h:1] --- x");
+        assert_eq!(tag("--- x", "h:1", false, false), "--- x");
     }
 }

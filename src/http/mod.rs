@@ -34,8 +34,11 @@
 //!   half of the connections, so one address holding streams leaves room for short requests (a scrape) from it and
 //!   from everyone else.
 //!
-//! Requests with a body are refused (the views are read-only), and so is any byte a client sends on a stream (for
-//! example WebSocket frames): the stream is closed. `HEAD` on a stream gets the stream's head and no body.
+//! Requests with a body are refused (the views are read-only) except on the routes a listener names in
+//! [`Limits::body_routes`] (the masters' registration endpoints): there `POST` is accepted with a body of at most
+//! [`Limits::max_body`] bytes, sent with a `Content-Length` (a chunked body is refused), and the input buffer is
+//! then at most [`Limits::max_head`] + [`Limits::max_body`] + 1 bytes. Any byte a client sends on a stream (for
+//! example WebSocket frames) is refused too: the stream is closed. `HEAD` on a stream gets the stream's head and no body.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -72,6 +75,8 @@ pub const LINGER: Duration = Duration::from_secs(2);
 /// The environment variable that overrides [`Limits::max_stream_age`] in [`Limits::from_env`] (seconds, a
 /// positive number; meant for tests and for operators whose proxies cut streams sooner).
 pub const STREAM_MAX_AGE_ENV: &str = "BZHEAD_HTTP_STREAM_MAX_AGE";
+/// Default [`Limits::max_body`]: no request body at all.
+pub const MAX_BODY: usize = 0;
 
 /// Bounds of the HTTP side; see the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +107,11 @@ pub struct Limits {
     pub max_stream_age: Duration,
     /// Time a connection closing after an error response may take to flush it.
     pub linger: Duration,
+    /// Most bytes of a request body on [`Limits::body_routes`] (`413` beyond); 0: none anywhere.
+    pub max_body: usize,
+    /// Path prefixes where `POST` and a body (of at most [`Limits::max_body`] bytes) are accepted; every other
+    /// path refuses bodies (`413`) and `POST` (`405`).
+    pub body_routes: &'static [&'static str],
 }
 
 impl Default for Limits {
@@ -119,6 +129,8 @@ impl Default for Limits {
             max_stream_queue: MAX_STREAM_QUEUE,
             max_stream_age: MAX_STREAM_AGE,
             linger: LINGER,
+            max_body: MAX_BODY,
+            body_routes: &[],
         }
     }
 }
@@ -198,6 +210,8 @@ pub enum Method {
     Get,
     /// `HEAD` (answered like `GET`, without the body).
     Head,
+    /// `POST`, only on [`Limits::body_routes`].
+    Post,
 }
 
 /// A parsed request head.
@@ -213,6 +227,8 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// HTTP/1.0 (no keep-alive unless asked).
     pub http10: bool,
+    /// The body (empty except on [`Limits::body_routes`]; at most [`Limits::max_body`] bytes).
+    pub body: Vec<u8>,
 }
 
 impl Request {
@@ -223,10 +239,13 @@ impl Request {
 
     /// The value of query parameter `key` (`?server=1&x=2`), percent-decoded; `None` when absent.
     pub fn query_param(&self, key: &str) -> Option<String> {
-        self.query
-            .split('&')
-            .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-            .find_map(|(k, v)| (percent_decode(k) == key).then(|| percent_decode(v)))
+        form_value(&self.query, key)
+    }
+
+    /// The value of form field `key` in an `application/x-www-form-urlencoded` body, else in the query string,
+    /// percent-decoded; `None` when absent.
+    pub fn form_param(&self, key: &str) -> Option<String> {
+        form_value(&String::from_utf8_lossy(&self.body), key).or_else(|| self.query_param(key))
     }
 
     /// True when the client asks to keep the connection open after the response.
@@ -238,6 +257,13 @@ impl Request {
             !conn.contains("close")
         }
     }
+}
+
+/// The value of `key` in `k=v&k=v` text (a query string or a form body), percent-decoded.
+pub fn form_value(text: &str, key: &str) -> Option<String> {
+    text.split('&')
+        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+        .find_map(|(k, v)| (percent_decode(k.trim()) == key).then(|| percent_decode(v.trim())))
 }
 
 /// Decodes `%XX` and `+` (as a space) in a query component; bad escapes stay as sent.
@@ -282,7 +308,8 @@ pub enum RequestError {
     Malformed(String),
     /// A method other than GET or HEAD (`405`).
     MethodNotAllowed(String),
-    /// A request with a body (`413`): the views are read-only.
+    /// A request with a body (`413`): the views are read-only, and a body route takes at most
+    /// [`Limits::max_body`] bytes with a `Content-Length`.
     BodyNotAllowed,
     /// The head did not arrive within [`Limits::request_timeout`] (`408`).
     Timeout,
@@ -308,8 +335,8 @@ impl std::fmt::Display for RequestError {
             RequestError::UriTooLong => write!(f, "request line too long"),
             RequestError::HeadTooLarge => write!(f, "request head too large"),
             RequestError::Malformed(why) => write!(f, "malformed request: {why}"),
-            RequestError::MethodNotAllowed(m) => write!(f, "method {m:?} not allowed (only GET and HEAD)"),
-            RequestError::BodyNotAllowed => write!(f, "request bodies are not accepted"),
+            RequestError::MethodNotAllowed(m) => write!(f, "method {m:?} not allowed here"),
+            RequestError::BodyNotAllowed => write!(f, "request body not accepted (or too large)"),
             RequestError::Timeout => write!(f, "request not complete in time"),
         }
     }
@@ -326,7 +353,13 @@ pub enum Parsed {
     Partial,
 }
 
-/// Parses a request head from `buf` (complete, partial or invalid), within `limits`.
+/// True when `path` is on one of `limits`' body routes.
+fn body_route(limits: &Limits, path: &str) -> bool {
+    limits.max_body > 0 && limits.body_routes.iter().any(|r| path.starts_with(r))
+}
+
+/// Parses a request head (and, on a body route, its body) from `buf` (complete, partial or invalid), within
+/// `limits`.
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Result<Parsed, RequestError> {
     let mut headers = vec![httparse::EMPTY_HEADER; limits.max_headers];
     let mut req = httparse::Request::new(&mut headers);
@@ -350,26 +383,49 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Result<Parsed, RequestError
         let line_len = buf.iter().position(|&c| c == b'\n').unwrap_or(n);
         return Err(if line_len > limits.max_head { RequestError::UriTooLong } else { RequestError::HeadTooLarge });
     }
+    let target = req.path.unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let bodied = body_route(limits, path);
     let method = match req.method.unwrap_or("") {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
+        "POST" if bodied => Method::Post,
         m => return Err(RequestError::MethodNotAllowed(m.chars().take(32).collect())),
     };
-    let target = req.path.unwrap_or("/");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let headers: Vec<(String, String)> = req
         .headers
         .iter()
         .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
         .collect();
-    let request =
-        Request { method, path: path.to_string(), query: query.to_string(), headers, http10: req.version == Some(0) };
-    let has_body = request.header("content-length").is_some_and(|v| v.trim() != "0")
-        || request.header("transfer-encoding").is_some();
-    if has_body {
+    let mut request = Request {
+        method,
+        path: path.to_string(),
+        query: query.to_string(),
+        headers,
+        http10: req.version == Some(0),
+        body: Vec::new(),
+    };
+    if request.header("transfer-encoding").is_some() {
         return Err(RequestError::BodyNotAllowed);
     }
-    Ok(Parsed::Complete(request, n))
+    let len = match request.header("content-length").map(|v| v.trim().parse::<usize>()) {
+        None => 0,
+        Some(Ok(len)) => len,
+        Some(Err(_)) => return Err(RequestError::Malformed("bad Content-Length".into())),
+    };
+    if len == 0 {
+        return Ok(Parsed::Complete(request, n));
+    }
+    if !bodied || len > limits.max_body {
+        return Err(RequestError::BodyNotAllowed);
+    }
+    match buf.get(n..n + len) {
+        Some(body) => {
+            request.body = body.to_vec();
+            Ok(Parsed::Complete(request, n + len))
+        }
+        None => Ok(Parsed::Partial),
+    }
 }
 
 /// The reason phrase of a status code.
@@ -641,7 +697,7 @@ impl std::fmt::Display for CloseReason {
 pub struct HttpConn {
     limits: Limits,
     state: ConnState,
-    /// Bytes read and not parsed yet: at most [`Limits::max_head`] + 1.
+    /// Bytes read and not parsed yet: at most [`Limits::max_head`] + [`Limits::max_body`] + 1.
     inbuf: Vec<u8>,
     /// What is to be written, in order: response heads, bodies (shared ones not copied), stream bytes.
     out: VecDeque<Body>,
@@ -692,7 +748,7 @@ impl HttpConn {
         self.state
     }
 
-    /// Bytes read and not yet parsed (at most [`Limits::max_head`] + 1).
+    /// Bytes read and not yet parsed (at most [`Limits::max_head`] + [`Limits::max_body`] + 1).
     pub fn buffered_in(&self) -> usize {
         self.inbuf.len()
     }
@@ -700,6 +756,11 @@ impl HttpConn {
     /// Bytes queued to write.
     pub fn queued_out(&self) -> usize {
         self.out_len
+    }
+
+    /// The input buffer's bound: a head and a body (see [`Limits::max_body`]) and one byte.
+    fn in_bound(&self) -> usize {
+        self.limits.max_head.saturating_add(self.limits.max_body).saturating_add(1)
     }
 
     /// Bytes of a shared body in the queue count here too, though they are not this connection's own memory.
@@ -718,9 +779,7 @@ impl HttpConn {
             // Bytes on a stream end it, bytes after a refusal are dropped: any amount does.
             ConnState::Streaming | ConnState::Closing => self.limits.max_head.saturating_add(1),
             ConnState::Reading | ConnState::Answering if self.over_out_bound() => 0,
-            ConnState::Reading | ConnState::Answering => {
-                self.limits.max_head.saturating_add(1).saturating_sub(self.inbuf.len())
-            }
+            ConnState::Reading | ConnState::Answering => self.in_bound().saturating_sub(self.inbuf.len()),
         }
     }
 
@@ -741,7 +800,7 @@ impl HttpConn {
             ConnState::Closing => return data.len(),
             ConnState::Reading | ConnState::Answering => {}
         }
-        let room = self.limits.max_head.saturating_add(1).saturating_sub(self.inbuf.len());
+        let room = self.in_bound().saturating_sub(self.inbuf.len());
         let take = data.len().min(room);
         if !self.started && take > 0 && self.state == ConnState::Reading {
             self.started = true;

@@ -326,3 +326,27 @@ fn peers_count_by_address_and_ipv6_by_its_64() {
     assert!(l.max_streams < l.max_connections && l.max_streams_per_peer < l.max_connections_per_peer);
     assert!(l.max_connections_per_peer < l.max_connections);
 }
+
+#[test]
+fn bodies_only_on_body_routes_and_bounded() {
+    let l = Limits { max_body: 16, body_routes: &["/db"], ..Limits::default() };
+    let post = b"POST /db/?nocache=1 HTTP/1.1\r\nContent-Length: 10\r\n\r\naction=ADD";
+    for cut in 0..post.len() {
+        assert_eq!(parse_request(&post[..cut], &l), Ok(Parsed::Partial), "cut {cut}");
+    }
+    let Ok(Parsed::Complete(r, n)) = parse_request(post, &l) else { panic!() };
+    assert_eq!((r.method, n, r.form_param("action").as_deref()), (Method::Post, post.len(), Some("ADD")));
+    assert_eq!(r.form_param("nocache").as_deref(), Some("1"));
+    // Too large, chunked, elsewhere, or POST elsewhere: refused.
+    let big = b"POST /db/ HTTP/1.1\r\nContent-Length: 17\r\n\r\n";
+    assert_eq!(parse_request(big, &l).unwrap_err().status(), 413);
+    let chunked = b"POST /db/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(parse_request(chunked, &l).unwrap_err().status(), 413);
+    assert_eq!(parse_request(b"GET /api HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", &l).unwrap_err().status(), 413);
+    assert_eq!(parse_request(b"POST /api HTTP/1.1\r\n\r\n", &l).unwrap_err().status(), 405);
+    // The connection holds a head and a body, no more.
+    let mut c = HttpConn::new(t0(), l);
+    assert_eq!(c.read_room(), l.max_head + l.max_body + 1);
+    c.handle_data(t0(), post);
+    assert_eq!(c.poll_request().map(|r| r.body), Some(b"action=ADD".to_vec()));
+}

@@ -37,6 +37,16 @@
 //! [[master]]
 //! protocol = "bzflag-list"     # or ddnet-http: lists fetched over HTTP(S)
 //! url = "https://my.bzflag.org/db/"
+//!
+//! [dpmaster]                   # serve a dpmaster-compatible master (docs/master.md)
+//! listen = ["0.0.0.0:27950", "[::]:27950"]
+//! max_servers = 4096           # dpmaster -n
+//! max_per_address = 32         # dpmaster -N
+//! flood_throttle = 5           # dpmaster -f --fp-throttle (0: off)
+//! lease = 900                  # seconds a valid infoResponse lists a server
+//! game_policy = "accept"       # dpmaster --game-policy: accept or reject these games
+//! games = ["Quake3Arena", "Xonotic"]
+//! game_properties = { Quake3Arena = ["protocols+=71"] }  # dpmaster -g
 //! ```
 
 use serde::Deserialize;
@@ -82,6 +92,33 @@ pub struct Config {
     /// Masters.
     #[serde(default)]
     pub master: Vec<MasterSource>,
+    /// The dpmaster-compatible master served.
+    pub dpmaster: Option<DpmasterConfig>,
+}
+
+/// `[dpmaster]`: the dpmaster-compatible master the monitor serves (`--dpmaster` and its options add to it).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DpmasterConfig {
+    /// UDP addresses to listen on.
+    #[serde(default)]
+    pub listen: Vec<String>,
+    /// Most servers (dpmaster `-n`).
+    pub max_servers: Option<u32>,
+    /// Most servers per IP address (dpmaster `-N`).
+    pub max_per_address: Option<u32>,
+    /// List requests per address before the flood throttle (dpmaster `--fp-throttle`; 0: off).
+    pub flood_throttle: Option<u32>,
+    /// Seconds a valid infoResponse lists a server.
+    pub lease: Option<f64>,
+    /// `accept` or `reject` the `games` (dpmaster `--game-policy`).
+    pub game_policy: Option<String>,
+    /// The games of the policy.
+    #[serde(default)]
+    pub games: Vec<String>,
+    /// Game properties: per game, changes as dpmaster's `-g` takes them (`protocols+=71`, `heartbeat=NAME`...).
+    #[serde(default)]
+    pub game_properties: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// `[[server]]`.
@@ -153,6 +190,8 @@ fn check_float(key: &str, v: Option<f64>, min: f64, max: f64) -> Result<(), Stri
 pub const INTERVAL_RANGE: (f64, f64) = (0.05, 86_400.0);
 /// The range of `verify_every` (seconds).
 pub const VERIFY_EVERY_RANGE: (f64, f64) = (1.0, 86_400.0 * 365.0);
+/// The range of `dpmaster.lease` (seconds), as `--dpmaster-lease` takes it.
+pub const DPMASTER_LEASE_RANGE: (f64, f64) = (1.0, 86_400.0);
 /// The range of `forget_after` (seconds).
 pub const FORGET_AFTER_RANGE: (f64, f64) = (1.0, 86_400.0 * 3650.0);
 
@@ -162,6 +201,9 @@ impl Config {
     pub fn check(&self) -> Result<(), String> {
         check_float("interval", self.interval, INTERVAL_RANGE.0, INTERVAL_RANGE.1)?;
         check_float("forget_after", self.forget_after, FORGET_AFTER_RANGE.0, FORGET_AFTER_RANGE.1)?;
+        if let Some(d) = &self.dpmaster {
+            check_float("dpmaster.lease", d.lease, DPMASTER_LEASE_RANGE.0, DPMASTER_LEASE_RANGE.1)?;
+        }
         for s in &self.server {
             check_float(
                 &format!("server {}: verify_every", s.address),
@@ -193,6 +235,7 @@ mod tests {
         assert_eq!(c.interval, Some(60.0));
         assert!(c.server[0].verify_join);
         assert_eq!(c.master[0].game_protocol, Some(68));
+        assert_eq!(c.dpmaster.as_ref().map(|d| d.listen.len()), Some(2));
         assert!(parse("bogus = 1").is_err());
     }
 

@@ -63,7 +63,8 @@ pub fn escape_label(out: &mut String, v: &str) {
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+/// Writes the `# HELP` and `# TYPE` lines of a family.
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 

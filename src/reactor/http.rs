@@ -106,6 +106,8 @@ pub(super) struct Conn {
     announced: bool,
     /// What it counts under in its listener's `peers`.
     peer: IpAddr,
+    /// The peer's own address (a master takes registrations for it).
+    remote: SocketAddr,
     /// It is a stream (counted in its listener's streams).
     stream: bool,
     /// Reading stopped because [`HttpConn::read_room`] was 0: the socket may hold bytes no new edge will announce.
@@ -236,6 +238,11 @@ impl Reactor {
         self.http_after(conn.key, now);
     }
 
+    /// The peer address of a connection (`None` once it is gone).
+    pub fn http_peer(&self, conn: HttpConnId) -> Option<SocketAddr> {
+        self.http_conn(conn).map(|c| c.remote)
+    }
+
     fn http_conn(&self, id: HttpConnId) -> Option<&Conn> {
         self.http.conns.get(id.key).filter(|c| c.generation == id.generation)
     }
@@ -295,6 +302,7 @@ impl Reactor {
                 method: Method::Get,
                 announced: false,
                 peer: peer_ip,
+                remote: peer,
                 stream: false,
                 read_paused: false,
             });

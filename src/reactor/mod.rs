@@ -48,12 +48,18 @@ use crate::record::{Kind, Meta, Recorder};
 mod clock;
 #[forbid(unsafe_code)]
 mod http;
+#[forbid(unsafe_code)]
+mod lines;
 mod scan_io;
+#[forbid(unsafe_code)]
+mod udp_service;
 #[forbid(unsafe_code)]
 mod worker;
 pub use clock::{Clock, TIME_SCALE_RANGE};
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
+pub use lines::{Line, LineConnId, LineEvent, LineLimits, LineListenerId, LINE_ACCEPT_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
+pub use udp_service::{UdpService, UdpServiceId, UdpTransmit, MAX_UDP_SERVICE_QUEUE, UDP_SERVICE_BUDGET};
 pub use worker::{JobId, JobPanicked, JobResult, Lane};
 
 /// Time allowed for a TCP connect.
@@ -98,6 +104,12 @@ pub enum Source {
     HttpListen(usize),
     /// An HTTP connection.
     HttpConn(usize),
+    /// A line listener (see [`Reactor::add_line_listener`]).
+    LineListen(usize),
+    /// A line connection.
+    LineConn(usize),
+    /// A UDP service's socket: the service and the socket's index (see [`Reactor::add_udp_service`]).
+    UdpService(usize, usize),
 }
 
 /// Per-session options of the driver (not of the engine).
@@ -179,6 +191,8 @@ pub struct Reactor {
     http: http::HttpSide,
     /// Game time (see [`Clock`]).
     clock: Clock,
+    lines: lines::LineSide,
+    udp_services: udp_service::UdpServices,
 }
 
 /// Options of a [`Reactor`].
@@ -229,6 +243,8 @@ impl Reactor {
             admitting: false,
             pending_store_bytes: 0,
             http: http::HttpSide::default(),
+            lines: lines::LineSide::default(),
+            udp_services: udp_service::UdpServices::default(),
             clock,
         })
     }
@@ -465,11 +481,16 @@ impl Reactor {
     /// Deadlines and `max_wait` are in game time ([`Reactor::now`]); the wait is converted to real time.
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
         let now = self.clock.now();
-        let next = [self.timers.peek().map(|Reverse((t, _, _))| *t), self.scans_deadline(), self.http_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(|t| t.saturating_duration_since(now));
+        let next = [
+            self.timers.peek().map(|Reverse((t, _, _))| *t),
+            self.scans_deadline(),
+            self.http_deadline(),
+            self.udp_services_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|t| t.saturating_duration_since(now));
         let timeout = match (next, max_wait) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -512,6 +533,9 @@ impl Reactor {
                 Source::QueryUdp(id, v6) => self.on_query_udp_ready(id, v6, now, readable, writable),
                 Source::HttpListen(id) => self.on_http_listener_ready(id, now),
                 Source::HttpConn(key) => self.on_http_conn_ready(key, now, readable, writable),
+                Source::LineListen(id) => self.on_line_listener_ready(id),
+                Source::LineConn(key) => self.on_line_conn_ready(key, readable),
+                Source::UdpService(id, i) => self.on_udp_service_ready(id, i, now, readable, writable),
             }
         }
         while let Some(Reverse((t, _, key))) = self.timers.peek().copied() {
@@ -554,6 +578,7 @@ impl Reactor {
         self.fire_scan_timers(now);
         self.reap_scan_sessions();
         self.fire_http_timers(now);
+        self.fire_udp_service_timers(now);
         self.last_turn = real.elapsed();
         self.longest_turn = self.longest_turn.max(self.last_turn);
         Ok(())

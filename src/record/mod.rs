@@ -35,7 +35,7 @@ pub mod rec;
 pub mod rec_writer;
 pub mod summary;
 
-pub use rec::{is_rec, replay_rec, RecHeader, RecPacket, RecReader};
+pub use rec::{is_rec, rec_join, replay_rec, RecFeed, RecHeader, RecPacket, RecReader};
 pub use rec_writer::RecWriter;
 
 /// The first 8 bytes of a recording.
@@ -537,36 +537,37 @@ fn replay_into(
             Ok(r) => r,
             Err(e) => return (s, Some(e)),
         };
-        let now = base + rec.t;
-        match rec.kind {
-            Kind::Connected => s.handle_connected(now),
-            Kind::ConnectFailed => {
-                let detail = String::from_utf8_lossy(&rec.data).into_owned();
-                s.handle_connect_failed(now, ConnectError::Recorded { detail })
-            }
-            Kind::TcpIn => s.handle_tcp(now, &rec.data),
-            Kind::TcpClosed => s.handle_tcp_closed(now),
-            Kind::UdpIn => s.handle_udp(now, &rec.data),
-            Kind::UdpUnavailable => s.handle_udp_unavailable(now, &String::from_utf8_lossy(&rec.data)),
-            Kind::Cache => s.handle_world_cache(now, if rec.data.is_empty() { None } else { Some(rec.data.clone()) }),
-            Kind::Timeout => s.handle_timeout(now),
-            Kind::Leave => s.leave(now),
-            Kind::Chat => {
-                if let Some((&to, text)) = rec.data.split_first() {
-                    if to == crate::bzflag::consts::player::SERVER && text == b"/lagstats" {
-                        s.request_lag_stats(now);
-                    } else {
-                        s.send_chat(to, &String::from_utf8_lossy(text));
-                    }
-                }
-            }
-            Kind::TcpOut | Kind::UdpOut | Kind::Meta => {}
-        }
-        while s.poll_transmit().is_some() {}
-        while s.poll_world_request().is_some() {}
-        while let Some(e) = s.poll_event() {
-            on_event(rec.t, e);
-        }
+        feed_record(&mut s, base + rec.t, &rec);
+        rec::drain(&mut s, rec.t, &mut on_event);
     }
     (s, None)
+}
+
+/// Feeds one record of a bzhead recording to `s` at `now` (the session's own output and events are left for
+/// the caller to poll).
+pub fn feed_record(s: &mut Session, now: Instant, rec: &Record) {
+    match rec.kind {
+        Kind::Connected => s.handle_connected(now),
+        Kind::ConnectFailed => {
+            let detail = String::from_utf8_lossy(&rec.data).into_owned();
+            s.handle_connect_failed(now, ConnectError::Recorded { detail })
+        }
+        Kind::TcpIn => s.handle_tcp(now, &rec.data),
+        Kind::TcpClosed => s.handle_tcp_closed(now),
+        Kind::UdpIn => s.handle_udp(now, &rec.data),
+        Kind::UdpUnavailable => s.handle_udp_unavailable(now, &String::from_utf8_lossy(&rec.data)),
+        Kind::Cache => s.handle_world_cache(now, if rec.data.is_empty() { None } else { Some(rec.data.clone()) }),
+        Kind::Timeout => s.handle_timeout(now),
+        Kind::Leave => s.leave(now),
+        Kind::Chat => {
+            if let Some((&to, text)) = rec.data.split_first() {
+                if to == crate::bzflag::consts::player::SERVER && text == b"/lagstats" {
+                    s.request_lag_stats(now);
+                } else {
+                    s.send_chat(to, &String::from_utf8_lossy(text));
+                }
+            }
+        }
+        Kind::TcpOut | Kind::UdpOut | Kind::Meta => {}
+    }
 }

@@ -364,6 +364,43 @@ pub fn replay_rec(
     mut on_event: impl FnMut(Duration, Event),
 ) -> (Session, Option<RecordError>) {
     let base = Instant::now();
+    let mut s = match rec_join(header, base) {
+        Ok(s) => s,
+        Err(b) => {
+            let (s, e) = *b;
+            return (s, Some(e));
+        }
+    };
+    drain(&mut s, Duration::ZERO, &mut on_event);
+    let mut feed = RecFeed::new(None);
+    for p in packets {
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => return (s, Some(e)),
+        };
+        if let Some(t) = feed.feed(&mut s, base, &p) {
+            drain(&mut s, t, &mut on_event);
+            if s.is_closed() {
+                break;
+            }
+        }
+    }
+    (s, None)
+}
+
+/// Hands a session's events to `on_event` at `t` (what it would send is dropped: a replay answers nobody).
+pub fn drain(s: &mut Session, t: Duration, on_event: &mut dyn FnMut(Duration, Event)) {
+    while s.poll_transmit().is_some() {}
+    while s.poll_world_request().is_some() {}
+    while let Some(e) = s.poll_event() {
+        on_event(t, e);
+    }
+}
+
+/// A fresh observer [`Session`] joined as `bzfs -replay` joins a viewer, from the header: hello, flag
+/// negotiation, settings, hash, the world "from the cache", the accept, all at `base` (its events not yet
+/// polled). `Err` when the header's settings are not a `MsgGameSettings` frame (with the session as it was).
+pub fn rec_join(header: &RecHeader, base: Instant) -> Result<Session, Box<(Session, RecordError)>> {
     let mut s = Session::new(SessionConfig {
         callsign: "replay".into(),
         team: Team::Observer,
@@ -371,14 +408,6 @@ pub fn replay_rec(
         full_join: true,
         ..SessionConfig::default()
     });
-    let drain = |s: &mut Session, t: Duration, on_event: &mut dyn FnMut(Duration, Event)| {
-        while s.poll_transmit().is_some() {}
-        while s.poll_world_request().is_some() {}
-        while let Some(e) = s.poll_event() {
-            on_event(t, e);
-        }
-    };
-    // The join, built from the header: hello, flag negotiation, settings, hash, the world "from the cache".
     let id = if header.player < u32::from(player::SERVER_FULL) { header.player as u8 } else { player::SERVER };
     s.handle_connected(base);
     let mut hello = SERVER_VERSION.to_vec();
@@ -388,7 +417,7 @@ pub fn replay_rec(
     let settings_ok = header.settings.get(..4)
         == Some(&[0, GAME_SETTINGS_PLEN as u8, (code::GAME_SETTINGS >> 8) as u8, code::GAME_SETTINGS as u8][..]);
     if !settings_ok {
-        return (s, Some(format_err("the header's game settings are not a MsgGameSettings frame".into())));
+        return Err(Box::new((s, format_err("the header's game settings are not a MsgGameSettings frame".into()))));
     }
     s.handle_tcp(base, &header.settings);
     let kind = header.hash.bytes().next().filter(|b| matches!(b, b't' | b'p')).unwrap_or(b't');
@@ -397,35 +426,64 @@ pub fn replay_rec(
     s.handle_tcp(base, &ServerMsg::WantWHash { kind, hash }.encode());
     s.handle_world_cache_verified(base, Some(header.world.clone()));
     s.handle_tcp(base, &ServerMsg::Accept { id }.encode());
-    drain(&mut s, Duration::ZERO, &mut on_event);
+    Ok(s)
+}
 
-    let mut viewer = Viewer::None;
-    let mut t0: Option<i64> = None;
-    let mut last = Duration::ZERO;
-    let mut frame = Vec::with_capacity(4 + MAX_PACKET_DATA);
-    for p in packets {
-        let p = match p {
-            Ok(p) => p,
-            Err(e) => return (s, Some(e)),
-        };
-        let (next, sent) = viewer.step(p.mode);
-        viewer = next;
-        let start = *t0.get_or_insert(p.timestamp_us);
-        // Times from the first packet, never going back (a clock step in the recorder keeps the last time).
-        let t = Duration::from_micros(p.timestamp_us.saturating_sub(start).max(0) as u64).max(last);
-        last = t;
-        if !sent {
-            continue;
-        }
-        frame.clear();
-        write_frame(&mut frame, p.code, &p.data);
-        s.handle_tcp(base + t, &frame);
-        drain(&mut s, t, &mut on_event);
-        if s.is_closed() {
-            break;
-        }
+/// Feeds a `.rec` file's packets to a session joined by [`rec_join`], as bzfs plays them to one viewer: where
+/// the viewer is in bzfs's playback state machine, the packets' times, one frame buffer.
+#[derive(Debug)]
+pub struct RecFeed {
+    viewer: Viewer,
+    t0: Option<i64>,
+    last: Duration,
+    frame: Vec<u8>,
+}
+
+impl RecFeed {
+    /// A viewer that has no state yet; times count from `t0` (the file's first packet, in microseconds since the
+    /// epoch), or from the first packet fed when `None`.
+    pub fn new(t0: Option<i64>) -> RecFeed {
+        RecFeed { viewer: Viewer::None, t0, last: Duration::ZERO, frame: Vec::with_capacity(4 + MAX_PACKET_DATA) }
     }
-    (s, None)
+
+    /// The time of packet `p` from the first packet, never going back (a clock step in the recorder keeps the
+    /// last time). Call it once per packet, in order ([`RecFeed::feed`] does).
+    pub fn time(&mut self, p: &RecPacket) -> Duration {
+        let start = *self.t0.get_or_insert(p.timestamp_us);
+        let t = Duration::from_micros(p.timestamp_us.saturating_sub(start).max(0) as u64).max(self.last);
+        self.last = t;
+        t
+    }
+
+    /// Plays packet `p` to `s` at `base` + its time if bzfs would send it to this viewer; its time when it did.
+    pub fn feed(&mut self, s: &mut Session, base: Instant, p: &RecPacket) -> Option<Duration> {
+        let t = self.time(p);
+        self.play(s, base + t, p).then_some(t)
+    }
+
+    /// Plays packet `p` (whose [`RecFeed::time`] was taken) to `s` at `now` if bzfs would send it to this viewer;
+    /// whether it did.
+    pub fn play(&mut self, s: &mut Session, now: Instant, p: &RecPacket) -> bool {
+        let (next, sent) = self.viewer.step(p.mode);
+        self.viewer = next;
+        if sent {
+            self.frame.clear();
+            write_frame(&mut self.frame, p.code, &p.data);
+            s.handle_tcp(now, &self.frame);
+        }
+        sent
+    }
+}
+
+impl RecReader<BufReader<File>> {
+    /// Opens `path` at the packet that starts at byte `pos` (one [`RecPacket::pos`] of an earlier read: a state
+    /// block to play from). The header is not read again.
+    pub fn open_at(path: &Path, pos: u64) -> Result<RecReader<BufReader<File>>, RecordError> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = File::open(path)?;
+        f.seek(SeekFrom::Start(pos))?;
+        Ok(RecReader { input: BufReader::with_capacity(64 * 1024, f), pos, prev: None, done: false, truncated: false })
+    }
 }
 
 /// Reads a whole `.rec` file from memory: the header and every whole packet (a cut ends the list), or the first

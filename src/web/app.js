@@ -28,12 +28,26 @@ let teams = [];
 let shots = new Map();      // key -> { shot, recv, sim (guided missiles: flown on between states) }
 let streamStatus = "connecting";
 let observerStatus = "connecting";
+// Replay mode (`bzhead replay FILE --web`): the replay's state (play, speed, time, length), and the page's game
+// clock, anchored at the last state or replay event: times of a replay are game times (seconds from the
+// recording's start), run at the replay's speed, or stopped while it is paused. A live view runs on
+// performance.now() as before.
+let replay = null;
+let anchor = { t: 0, wall: 0 };
+let seeking = false;
+
+// The page's clock (ms) at `now` (performance.now()): itself for a live view; the replay's game time in replay mode.
+function pageNow(now) {
+  if (!replay) return now;
+  const rate = replay.playing ? replay.speed : 0;
+  return Math.min(anchor.t * 1000 + (now - anchor.wall) * rate, replay.duration * 1000);
+}
 
 function setStatus() {
   const s = $("status");
   let text, cls;
   if (streamStatus !== "live") { text = "reconnecting"; cls = "reconnecting"; }
-  else if (observerStatus === "joined") { text = "live"; cls = "live"; }
+  else if (observerStatus === "joined") { text = replay ? "replay" : "live"; cls = "live"; }
   else { text = observerStatus; cls = observerStatus; }
   s.textContent = text;
   s.className = cls;
@@ -104,12 +118,42 @@ function connect() {
   s.addEventListener("state", (e) => onState(JSON.parse(e.data)));
   s.addEventListener("feed", (e) => onFeed(JSON.parse(e.data)));
   s.addEventListener("status", (e) => { observerStatus = JSON.parse(e.data).status; setStatus(); });
+  s.addEventListener("replay", (e) => onReplay(JSON.parse(e.data)));
 }
 
 function onHello(h) {
+  if (h.replay) onReplay(h.replay);
   observerStatus = h.status; setStatus();
   setWorld(h.world);
 }
+
+// The replay's state (from the hello, a replay event or an answer of /api/replay): the control bar, the clock;
+// after a seek the feed starts again (the stream sends the events since the state the game was rebuilt from).
+function onReplay(r) {
+  if (replay && r.seeks !== replay.seeks) {
+    $("feed").replaceChildren(); $("chat").replaceChildren(); shots = new Map();
+  }
+  replay = r;
+  anchor = { t: r.t, wall: performance.now() };
+  $("replaybar").hidden = false; $("link").hidden = true;
+  $("rplay").textContent = r.playing ? "pause" : "play";
+  const sp = $("rspeed");
+  if (Number(sp.value) !== r.speed) sp.value = String(r.speed);
+  $("rseek").max = String(r.duration);
+  setStatus();
+}
+
+async function replayCommand(query) {
+  try {
+    const r = await fetch("/api/replay?" + query, { cache: "no-store" });
+    if (r.ok) onReplay(await r.json());
+  } catch (e) { /* the stream says what happened */ }
+}
+
+$("rplay").addEventListener("click", () => replayCommand("cmd=" + (replay && replay.playing ? "pause" : "play")));
+$("rspeed").addEventListener("change", (e) => replayCommand("speed=" + encodeURIComponent(e.target.value)));
+$("rseek").addEventListener("input", () => { seeking = true; });
+$("rseek").addEventListener("change", (e) => { seeking = false; replayCommand("seek=" + encodeURIComponent(e.target.value)); });
 
 function setWorld(w) {
   world = w;
@@ -124,7 +168,8 @@ function setWorld(w) {
 }
 
 function onState(s) {
-  s.recv = performance.now();
+  // Reckoning counts from when a state came: the page's clock (game time in replay mode).
+  if (replay) { s.recv = s.t * 1000; anchor = { t: s.t, wall: performance.now() }; } else s.recv = performance.now();
   if (s.status) { observerStatus = s.status; setStatus(); }
   if (!world && s.status === "joined") {
     // The world arrived after the hello: ask for it again.
@@ -292,7 +337,8 @@ function shotPos(entry, now) {
   return null;
 }
 
-function draw(now) {
+function draw(wallNow) {
+  const now = pageNow(wallNow);
   const box = $("mapbox");
   const px = Math.round(box.clientWidth * (window.devicePixelRatio || 1));
   if (canvas.width !== px) { canvas.width = px; canvas.height = px; }
@@ -406,7 +452,11 @@ function draw(now) {
   // Game time.
   const t = state.t + dt;
   const left = typeof state.time_left === "number" && state.time_left > 0 ? ` · ${clock(state.time_left - dt)} left` : "";
-  $("clock").textContent = `observed ${clock(t)}${left}`;
+  if (replay) {
+    $("clock").textContent = `replay ${clock(t)} / ${clock(replay.duration)}${left}`;
+    $("rtime").textContent = `${t.toFixed(1)} / ${replay.duration.toFixed(1)} s`;
+    if (!seeking) $("rseek").value = String(t);
+  } else $("clock").textContent = `observed ${clock(t)}${left}`;
   requestAnimationFrame(draw);
 }
 

@@ -26,6 +26,7 @@
 //! snapshot time, so the page extrapolates at its own frame rate; shots are sent once with their whole precomputed
 //! path (`new`) and named when they end early (`gone`); guided missiles with their pose and target every time.
 
+pub mod replay;
 mod state;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -39,10 +40,12 @@ use crate::bzflag::consts::Team;
 use crate::bzflag::event::Event;
 use crate::bzflag::play::ShotKind;
 use crate::bzflag::scene::Scene;
+use crate::bzflag::session::Session;
 use crate::bzflag::world::{parse_blob, report, WorldModel};
 use crate::http::{sse_comment, sse_event, sse_head, Method, Request, Response};
 use crate::observer::text_line;
 use crate::reactor::{HttpConnId, HttpEvent, JobId, JobPanicked, JobResult, Reactor, SessionId};
+use replay::Replay;
 use state::{FeedItem, FlagOut, PlayerSig, TeamOut};
 
 /// The stream's frame interval: least time between two pushes of a server when only motion changed (player
@@ -96,6 +99,8 @@ pub enum Status {
 struct ServerView {
     label: String,
     addr: SocketAddr,
+    /// What the page shows as its address (the file of a replay).
+    address: String,
     session: Option<SessionId>,
     status: Status,
     world: Option<Arc<WorldModel>>,
@@ -126,6 +131,8 @@ struct ServerView {
     last_write: Instant,
     /// Events (feed lines, status, hello) for every viewer, written with the next push of this server.
     pending: Vec<u8>,
+    /// The next push is a full state (the game was rebuilt: a replay's seek).
+    resync: bool,
 }
 
 /// An open stream.
@@ -149,6 +156,9 @@ pub struct WebView {
     write_budget: u32,
     /// The bytes of one push, reused.
     frame: Vec<u8>,
+    /// The recording played as server 0 (`bzhead replay FILE --web`): its session stands for an observer's, and
+    /// its clock gives the game's `now` (see [`replay`]).
+    replay: Option<Box<Replay>>,
 }
 
 fn interval_from_env(name: &str, default: Duration) -> Duration {
@@ -164,6 +174,7 @@ impl WebView {
                 .map(|(label, addr)| ServerView {
                     label: label.clone(),
                     addr: *addr,
+                    address: addr.to_string(),
                     session: None,
                     status: Status::Connecting,
                     world: None,
@@ -184,6 +195,7 @@ impl WebView {
                     last_push: None,
                     last_write: epoch,
                     pending: Vec::new(),
+                    resync: false,
                 })
                 .collect(),
             viewers: Vec::new(),
@@ -197,7 +209,23 @@ impl WebView {
                 .and_then(|v| v.parse::<u32>().ok())
                 .unwrap_or(WRITE_BUDGET),
             frame: Vec::new(),
+            replay: None,
         }
+    }
+
+    /// A view of a recording played on a clock the viewers control (`bzhead replay FILE --web`): one server,
+    /// labelled `label`, whose game is the replay's session; times on the page count from the recording's start.
+    pub fn for_replay(label: &str, replay: Replay) -> WebView {
+        let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+        let mut v = WebView::new(&[(label.to_string(), unspecified)], replay.base());
+        v.servers[0].address = replay.status(replay.base()).file;
+        v.replay = Some(Box::new(replay));
+        v
+    }
+
+    /// The game's `now` at wall time `now`: the replay's game time, or `now` itself for a live observer.
+    fn game_now(&self, now: Instant) -> Instant {
+        self.replay.as_ref().map_or(now, |r| r.game_now())
     }
 
     /// Server `si`'s observer is now `sid` (a new connection after a reconnect included).
@@ -280,13 +308,17 @@ impl WebView {
     /// blob is taken from the session, not copied. The result comes back through [`WebView::on_job`].
     fn load_world(&mut self, reactor: &mut Reactor, si: usize) {
         let Some(s) = self.servers.get_mut(si) else { return };
-        let Some(sid) = s.session else { return };
-        let Some(session) = reactor.session(sid) else { return };
+        let Some(session) = session_of(&self.replay, reactor, s.session) else { return };
         let hash = session.world_hash().map(str::to_string);
         if s.world.is_some() && s.world_hash == hash || s.building.as_ref().is_some_and(|(_, h)| *h == hash) {
             return;
         }
-        let Some(blob) = reactor.with_session(sid, |x, _| x.take_world_blob()).flatten() else { return };
+        let blob = match (&mut self.replay, s.session) {
+            (Some(r), _) => r.session_mut().take_world_blob(),
+            (None, Some(sid)) => reactor.with_session(sid, |x, _| x.take_world_blob()).flatten(),
+            (None, None) => None,
+        };
+        let Some(blob) = blob else { return };
         let job = reactor.submit(move || Box::new(model_world(&blob)) as JobResult);
         self.servers[si].building = Some((job, hash));
     }
@@ -361,6 +393,7 @@ impl WebView {
             ),
             "/app.js" => Response::shared(200, "text/javascript; charset=utf-8", APP_JS),
             "/api/servers" => Response::json(to_json(&self.servers_out())),
+            "/api/replay" => self.replay_request(reactor, r, now),
             "/api/state" => match self.server_param(r) {
                 Ok(si) => Response::json(to_json(&self.api_state_out(reactor, si, now))),
                 Err(e) => e,
@@ -424,14 +457,19 @@ impl WebView {
     /// turn's events: every viewer of a server gets one write, with that turn's feed lines and state together.
     pub fn tick(&mut self, reactor: &mut Reactor, now: Instant) -> Instant {
         let mut next = now + KEEPALIVE;
+        if let Some(wake) = self.replay_step(reactor, now) {
+            next = next.min(wake);
+        }
         let mut frame = std::mem::take(&mut self.frame);
-        let (push_interval, event_interval) = self.intervals();
+        let (mut push_interval, event_interval) = self.intervals();
+        if let Some(r) = &self.replay {
+            push_interval = r.push_interval(push_interval);
+        }
         for si in 0..self.servers.len() {
             // The tracker and the reckoning are brought up to date when a state is built, not every turn.
             let s = &self.servers[si];
             let moving = s.scene.shots().iter().any(|x| x.kind == ShotKind::GuidedMissile)
-                || reactor
-                    .session(s.session.unwrap_or(SessionId(usize::MAX)))
+                || session_of(&self.replay, reactor, s.session)
                     .is_some_and(|sess| sess.game().flags.values().any(|f| f.flight().is_some()));
             let motion_at = s.last_push.map_or(now, |t| t + push_interval);
             let event_at = s.last_push.map_or(now, |t| t + event_interval);
@@ -440,9 +478,11 @@ impl WebView {
             frame.clear();
             if due {
                 if has_viewers {
-                    self.write_state(reactor, si, now, false, &mut frame);
+                    let full = self.servers[si].resync;
+                    self.write_state(reactor, si, now, full, &mut frame);
                 }
                 let s = &mut self.servers[si];
+                s.resync = false;
                 s.dirty = false;
                 s.dirty_since = None;
                 s.urgent_since = None;
@@ -493,8 +533,9 @@ impl WebView {
 
     /// Brings the scene of server `si` to `now` with its session's game.
     fn follow(&mut self, reactor: &Reactor, si: usize, now: Instant) {
+        let now = self.game_now(now);
         let s = &mut self.servers[si];
-        let Some(game) = s.session.and_then(|sid| reactor.session(sid)).map(|x| x.game()) else { return };
+        let Some(game) = session_of(&self.replay, reactor, s.session).map(|x| x.game()) else { return };
         s.scene.follow(game, s.world.as_deref(), now);
     }
 
@@ -506,7 +547,7 @@ impl WebView {
             .map(|(i, s)| state::ServerOut {
                 index: i,
                 label: &s.label,
-                address: s.addr.to_string(),
+                address: s.address.clone(),
                 status: s.status.name(),
                 world: s.world_hash.as_deref(),
             })
@@ -535,10 +576,11 @@ impl WebView {
         state::HelloOut {
             server: si,
             label: &s.label,
-            address: s.addr.to_string(),
+            address: s.address.clone(),
             status: s.status.name(),
             world,
             push_ms: self.push_interval.as_millis() as u64,
+            replay: self.replay.as_ref().map(|r| r.status(Instant::now())),
         }
     }
 
@@ -546,6 +588,18 @@ impl WebView {
     /// dead-reckoned to it.
     pub fn api_state(&mut self, reactor: &Reactor, si: usize, now: Instant) -> serde_json::Value {
         serde_json::to_value(self.api_state_out(reactor, si, now)).unwrap_or_default()
+    }
+}
+
+/// The session whose game server `sid`'s view shows: the replay's, or the observer's on the reactor.
+fn session_of<'a>(
+    replay: &'a Option<Box<Replay>>,
+    reactor: &'a Reactor,
+    sid: Option<SessionId>,
+) -> Option<&'a Session> {
+    match replay {
+        Some(r) => Some(r.session()),
+        None => reactor.session(sid?),
     }
 }
 

@@ -18,10 +18,11 @@ use super::{round2, round3, v3, ServerView, Status, WebView};
 use crate::bzflag::consts::{FlagStatus, Team};
 use crate::bzflag::game::{FlagState, Game, Player};
 use crate::bzflag::msg::Abbv;
-use crate::bzflag::netstats::PlayerNet;
+use crate::bzflag::netstats::{NetStats, PlayerNet};
 use crate::bzflag::play::{LiveShot, Physics, ShotKind};
 use crate::bzflag::scene::{Scene, SceneTank};
-use crate::reactor::{Reactor, SessionId};
+use crate::bzflag::session::Session;
+use crate::reactor::Reactor;
 
 /// What decides whether a player is sent again: a new update, its status, flag, score or name.
 #[derive(Debug, Clone, PartialEq)]
@@ -268,8 +269,7 @@ impl Serialize for ShotKey {
 
 /// Every player's network figures, by id (`null` before a player's first update).
 struct NetOut<'a> {
-    reactor: &'a Reactor,
-    sid: SessionId,
+    net: &'a NetStats,
     ids: &'a [u8],
     game: &'a Game,
     now: Instant,
@@ -278,13 +278,12 @@ struct NetOut<'a> {
 impl Serialize for NetOut<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let net = self.reactor.net_stats(self.sid);
         let mut m = ser.serialize_map(None)?;
         for id in self.ids {
             if self.game.players.get(id).is_none_or(|p| p.team == Team::Observer) {
                 continue;
             }
-            m.serialize_entry(&id.to_string(), &net.and_then(|n| n.player(*id, self.now)))?;
+            m.serialize_entry(&id.to_string(), &self.net.player(*id, self.now))?;
         }
         m.end()
     }
@@ -299,8 +298,7 @@ struct Link {
     udp: bool,
 }
 
-fn link(reactor: &Reactor, sid: SessionId, now: Instant) -> Option<Link> {
-    let session = reactor.session(sid)?;
+fn link(session: &Session, now: Instant) -> Option<Link> {
     let net = session.net_stats();
     Some(Link {
         lag_ms: net.own_lag_ms(now).map(round2),
@@ -404,10 +402,12 @@ impl WebView {
         self.follow(reactor, si, now);
         self.seq += 1;
         out.extend_from_slice(format!("event: state\nid: {}\ndata: ", self.seq).as_bytes());
+        let wall = now;
+        let now = self.game_now(now);
         let t = round3(now.saturating_duration_since(self.epoch).as_secs_f32());
         let s = &mut self.servers[si];
-        let game = s.session.and_then(|sid| reactor.session(sid).map(|x| (sid, x.game())));
-        let (Some((sid, game)), Some(phys)) = (game, s.scene.physics().cloned()) else {
+        let game = super::session_of(&self.replay, reactor, s.session).map(|x| (x, x.game()));
+        let (Some((session, game)), Some(phys)) = (game, s.scene.physics().cloned()) else {
             json(out, &StateOut { server: si, t, full: true, players: Vec::new(), live: None });
             out.extend_from_slice(b"\n\n");
             return;
@@ -428,9 +428,9 @@ impl WebView {
             }
             teams
         });
-        let send_net = full || s.last_net.is_none_or(|t| now >= t + super::NET_INTERVAL);
+        let send_net = full || s.last_net.is_none_or(|t| wall >= t + super::NET_INTERVAL);
         if send_net && !full {
-            s.last_net = Some(now);
+            s.last_net = Some(wall);
         }
         let shots = shots_of(&s.scene, &mut s.sent_shots, &phys, now, full);
         let state = StateOut {
@@ -449,8 +449,8 @@ impl WebView {
                 flags_gone,
                 shots,
                 teams,
-                net: send_net.then_some(NetOut { reactor, sid, ids: &ids, game, now }),
-                link: send_net.then(|| link(reactor, sid, now)),
+                net: send_net.then_some(NetOut { net: session.net_stats(), ids: &ids, game, now }),
+                link: send_net.then(|| link(session, now)),
             }),
         };
         json(out, &state);
@@ -460,11 +460,12 @@ impl WebView {
     /// `GET /api/state?server=N`: one server's game at `now`, positions dead-reckoned to it.
     pub(super) fn api_state_out<'a>(&'a mut self, reactor: &'a Reactor, si: usize, now: Instant) -> ApiState<'a> {
         self.follow(reactor, si, now);
+        let now = self.game_now(now);
         let s = &self.servers[si];
         let mut out = ApiState {
             v: 1,
             server: si,
-            address: s.addr.to_string(),
+            address: s.address.clone(),
             status: s.status.name(),
             world: WorldRef { hash: s.world_hash.as_deref(), size: s.world.as_ref().map(|w| w.world_size) },
             time: round3(now.saturating_duration_since(self.epoch).as_secs_f32()),
@@ -475,23 +476,20 @@ impl WebView {
             shots: Vec::new(),
             link: None,
         };
-        let Some(sid) = s.session else { return out };
-        let Some(game) = reactor.session(sid).map(|x| x.game()) else { return out };
+        let Some(session) = super::session_of(&self.replay, reactor, s.session) else { return out };
+        let game = session.game();
         let Some(phys) = s.scene.physics() else { return out };
-        let net = reactor.net_stats(sid);
+        let net = session.net_stats();
         out.time_left = game.seconds_left(now).map(round2);
         out.teams = teams_of(game, |_, _, _| true);
         let mut players: Vec<&Player> = game.players.values().collect();
         players.sort_by_key(|p| p.id);
         out.players = players
             .into_iter()
-            .map(|p| ApiPlayer {
-                player: PlayerOut::of(game, p, s.scene.tank(p.id)),
-                net: net.and_then(|n| n.player(p.id, now)),
-            })
+            .map(|p| ApiPlayer { player: PlayerOut::of(game, p, s.scene.tank(p.id)), net: net.player(p.id, now) })
             .collect();
         out.flags = flags_sorted(game).iter().map(|f| flag_out(f, phys, now)).collect();
-        out.link = Some(link(reactor, sid, now));
+        out.link = Some(link(session, now));
         out.shots = shots_now(&s.scene, now);
         out
     }
@@ -676,6 +674,9 @@ pub(super) struct HelloOut<'a> {
     pub(super) status: &'static str,
     pub(super) world: Option<HelloWorld<'a>>,
     pub(super) push_ms: u64,
+    /// A replay's state (`bzhead replay FILE --web`); absent for a live observer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) replay: Option<super::replay::ReplayOut>,
 }
 
 #[derive(Serialize)]

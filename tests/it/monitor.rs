@@ -119,7 +119,7 @@ impl Drop for MonitorProc {
 }
 
 /// A plain HTTP/1.1 GET with `Connection: close`: status and body.
-fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+pub(crate) fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let mut s = TcpStream::connect_timeout(&addr, WAIT).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(WAIT)).unwrap();
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");

@@ -79,7 +79,7 @@ fn bzflag_list_reply(servers: &[(SocketAddr, &str)]) -> String {
     s
 }
 
-fn scan_json(args: &[&str]) -> Vec<Value> {
+pub(crate) fn scan_json(args: &[&str]) -> Vec<Value> {
     let out = run_bzhead(args, WAIT * 3);
     assert!(!out.timed_out, "{}", out.describe());
     out.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()

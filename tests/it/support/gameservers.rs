@@ -150,6 +150,17 @@ impl GameServer {
     /// An OpenArena server named `name` on oa_dm1 with `bots` bots, ready once they all entered the game.
     #[track_caller]
     pub fn openarena(name: &str, bots: u32) -> GameServer {
+        GameServer::openarena_with(name, bots, None)
+    }
+
+    /// [`GameServer::openarena`] as an Internet server (`dedicated 2`) that sends its heartbeats to `master`.
+    #[track_caller]
+    pub fn openarena_registered(name: &str, bots: u32, master: SocketAddr) -> GameServer {
+        GameServer::openarena_with(name, bots, Some(master))
+    }
+
+    #[track_caller]
+    fn openarena_with(name: &str, bots: u32, master: Option<SocketAddr>) -> GameServer {
         let name = name.to_owned();
         GameServer::start(
             "openarena",
@@ -161,9 +172,12 @@ impl GameServer {
                 set("net_enabled", "1");
                 set("net_ip", "127.0.0.1");
                 set("net_port", &port.to_string());
-                set("dedicated", "1");
+                set("dedicated", if master.is_some() { "2" } else { "1" });
                 for i in 1..=5 {
                     set(&format!("sv_master{i}"), "");
+                }
+                if let Some(m) = master {
+                    set("sv_master1", &m.to_string());
                 }
                 set("sv_hostname", &name);
                 set("sv_maxclients", "12");

@@ -5,6 +5,7 @@ mod api;
 mod chromium;
 mod hostile;
 mod page;
+mod replay;
 mod shapes;
 mod worker;
 
