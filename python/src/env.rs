@@ -33,21 +33,11 @@ const MAX_EVENTS: usize = 10_000;
 /// Host ticks per second at least (the pilots step the tanks' physics at every tick).
 const MIN_TICK_HZ: f64 = 30.0;
 
-/// The game time scale of the host's clock.
-///
-/// MERGE (h-warp): this is the one place that sets the reactor's time scale; wire it to the reactor's scale setter
-/// when that lands (`host.reactor().set_time_scale(k)` or its final name). Until then only 1 is accepted, and
-/// `bzhead.env` refuses `warp != 1` with this message before it starts anything.
+/// The game time scale of the host's clock: the reactor's natively scaled clock (its ticks, timers, timestamps
+/// and waits run `k` times real time; see docs/time-warp.md). A private bzfs runs under `faketime` at the same
+/// `k` (`bzhead.env._server`); an existing server must be run so by its owner.
 fn set_time_scale(host: &mut BotHost, k: f64) -> Result<(), String> {
-    let _ = host;
-    if k == 1.0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "warp={k}: bzhead's event loop has no scaled clock in this build yet (only warp=1.0 works); \
-             see docs/env.md, \"Faster than real time\""
-        ))
-    }
+    host.reactor().set_time_scale(k).map_err(|e| format!("warp={k}: {e}"))
 }
 
 /// What one learning tank shares with the loop.

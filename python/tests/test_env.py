@@ -88,6 +88,34 @@ def test_a_scripted_policy_kills_a_sitter_and_the_rewards_match_the_server(open_
         env.close()
 
 
+def test_a_warped_game_plays_eight_game_seconds_a_second_and_scores(open_world):
+    """warp=8: the private bzfs under faketime, the event loop on its scaled clock; the same scripted policy kills
+    the sitter, the game runs at least 4 game-seconds per wall-second, and bzfs logs no kick or lag warning."""
+    import time
+
+    env = bzhead.env.gym_env(
+        opponents={"green": ["sitter"]}, world=open_world, mode="ffa", episode_seconds=60.0, warp=8.0,
+    )
+    try:
+        obs, _ = env.reset(seed=5)
+        start, game_start, game_now, kills, done = time.monotonic(), None, None, 0, False
+        while not done and kills < 2:
+            obs, _, terminated, truncated, info = env.step(env_scripted.policy(obs))
+            assert "error" not in info, info
+            game_now = info["game_time"]
+            game_start = game_now if game_start is None else game_start
+            kills += sum(1 for e in info["events"] if e["kind"] == "kill")
+            done = terminated or truncated
+        wall = time.monotonic() - start
+        assert kills >= 1, f"no kill in 60 game-s at warp 8: {env.status()}"
+        assert game_now - game_start >= 4.0 * wall, (game_now - game_start, wall)
+        log = env.server_log().lower()
+        for word in ("kicked", "jitter", "too high", "without reaching"):
+            assert word not in log, log
+    finally:
+        env.close()
+
+
 def test_bad_actions_are_refused_with_clear_errors():
     env = bzhead.env.parallel_env(teams={"red": 2}, opponents={}, episode_seconds=5.0)
     try:
@@ -104,7 +132,9 @@ def test_bad_actions_are_refused_with_clear_errors():
         with pytest.raises(ValueError, match=r"not in the game"):
             env.step({"red0": ok, "red1": ok, "blue7": ok})
         with pytest.raises(ValueError, match="warp"):
-            bzhead.env.parallel_env(teams={"red": 1}, warp=8.0)
+            bzhead.env.parallel_env(teams={"red": 1}, warp=100.0)
+        with pytest.raises(ValueError, match="warp"):
+            bzhead.env.parallel_env(teams={"red": 1}, warp=float("nan"))
         with pytest.raises(ValueError, match="unknown reward"):
             bzhead.env.parallel_env(teams={"red": 1}, rewards={"kills": 1.0})
         # After refused steps the episode goes on.

@@ -21,10 +21,14 @@ ACTION_NVEC = np.array([4, 5, 2, 2, 2], dtype=np.int64)
 TEAMS = ("rogue", "red", "green", "blue", "purple")
 
 
+#: The time scales the event loop's clock takes (``bzhead.env`` runs a private bzfs under ``faketime`` at the same).
+MIN_WARP, MAX_WARP = 1.0 / 64.0, 64.0
+
+
 def check_warp(warp: float) -> float:
     warp = float(warp)
-    if not (np.isfinite(warp) and warp > 0):
-        raise ValueError("warp must be a finite number > 0")
+    if not (np.isfinite(warp) and MIN_WARP <= warp <= MAX_WARP):
+        raise ValueError(f"warp must be a finite number from 1/64 to 64 (got {warp!r})")
     return warp
 
 
