@@ -36,7 +36,7 @@ use bzhead::query::loader::{plugin_dirs, PluginSet};
 use bzhead::query::targets::{list_entries, resolve};
 use bzhead::query::{ScanConfig, Target, BZFLAG};
 use bzhead::reactor::{
-    HttpConnId, HttpEvent, HttpListenerId, JobId, JobResult, Lane, Reactor, ScanId, SessionId, SessionOptions,
+    HttpConnId, HttpEvent, HttpListenerId, JobId, JobResult, Lane, Outbox, Reactor, ScanId, SessionId, SessionOptions,
     UdpServiceId,
 };
 
@@ -957,8 +957,8 @@ struct MasterSide {
     masters: Masters,
     /// Connect-back checks running: the job and the connection waiting for the answer.
     checks: Vec<(JobId, HttpConnId, master::bzfls::Check)>,
-    /// The challenge sockets (IPv4, IPv6), opened on first use.
-    udp: [Option<std::net::UdpSocket>; 2],
+    /// The challenges' sockets (IPv4, IPv6) on the reactor, opened on first use.
+    challenges: [Option<UdpServiceId>; 2],
     /// UDP masters: address, name, protocol of the entries.
     udp_masters: Vec<(SocketAddr, String, String)>,
     /// `--master-ip-header`.
@@ -974,7 +974,7 @@ impl MasterSide {
         ip_header: Option<String>,
     ) -> MasterSide {
         let masters = Masters::new(allow_private, unix_now());
-        MasterSide { masters, checks: Vec::new(), udp: [None, None], udp_masters, ip_header, dpmaster: None }
+        MasterSide { masters, checks: Vec::new(), challenges: [None, None], udp_masters, ip_header, dpmaster: None }
     }
 
     /// A master request: answered now, after a check, or with a challenge sent.
@@ -998,7 +998,7 @@ impl MasterSide {
         match served {
             Served::Response(status, ct, body) => reactor.http_respond(conn, &Response::new(status, ct, body)),
             Served::Challenge(status, body, to, packet) => {
-                if !self.send(to, &packet) {
+                if !self.send(reactor, to, &packet) {
                     self.masters.challenges_unsent += 1;
                 }
                 reactor.http_respond(conn, &Response::new(status, "application/json", body));
@@ -1013,12 +1013,21 @@ impl MasterSide {
         }
     }
 
-    fn send(&mut self, to: SocketAddr, packet: &[u8]) -> bool {
-        let (slot, bind) = if to.is_ipv4() { (0, "0.0.0.0:0") } else { (1, "[::]:0") };
-        if self.udp[slot].is_none() {
-            self.udp[slot] = std::net::UdpSocket::bind(bind).and_then(|s| s.set_nonblocking(true).map(|()| s)).ok();
+    /// Sends a challenge datagram from the reactor's socket of its family; false when it cannot go.
+    fn send(&mut self, reactor: &mut Reactor, to: SocketAddr, packet: &[u8]) -> bool {
+        let (slot, bind) = if to.is_ipv4() {
+            (0, SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0)))
+        } else {
+            (1, SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)))
+        };
+        if self.challenges[slot].is_none() {
+            self.challenges[slot] =
+                reactor.add_udp_service(&[bind], Box::new(Outbox::default())).ok().map(|(id, _)| id);
         }
-        self.udp[slot].as_ref().is_some_and(|s| s.send_to(packet, to).is_ok())
+        let Some(id) = self.challenges[slot] else { return false };
+        let queued = reactor.udp_service::<Outbox>(id).is_some_and(|o| o.push(to, packet));
+        reactor.flush_udp_service(id);
+        queued
     }
 
     /// A finished worker job: a connect-back check's outcome answers its request.

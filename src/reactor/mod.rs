@@ -59,7 +59,7 @@ pub use clock::{Clock, TIME_SCALE_RANGE};
 pub use http::{HttpConnId, HttpEvent, HttpListenerId, HTTP_ACCEPT_BUDGET, HTTP_READ_BUDGET};
 pub use lines::{Line, LineConnId, LineEvent, LineLimits, LineListenerId, LINE_ACCEPT_BUDGET};
 pub use scan_io::{ScanId, MAX_QUERY_UDP_QUEUE, QUERY_RECV_BUFFER, QUERY_SEND_BUFFER};
-pub use udp_service::{UdpService, UdpServiceId, UdpTransmit, MAX_UDP_SERVICE_QUEUE, UDP_SERVICE_BUDGET};
+pub use udp_service::{Outbox, UdpService, UdpServiceId, UdpTransmit, MAX_UDP_SERVICE_QUEUE, UDP_SERVICE_BUDGET};
 pub use worker::{JobId, JobPanicked, JobResult, Lane};
 
 /// Time allowed for a TCP connect.

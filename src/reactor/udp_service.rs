@@ -52,6 +52,36 @@ pub trait UdpService: Any {
     fn handle_timeout(&mut self, now: Instant);
 }
 
+/// A send-only service: datagrams its owner hands it ([`Outbox::push`], then [`Reactor::flush_udp_service`]) go
+/// out from its socket, on the poll like every other socket (e.g. the DDNet master's challenges to registering
+/// servers). What comes in is ignored. At most [`MAX_UDP_SERVICE_QUEUE`] datagrams wait in it.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    queue: VecDeque<UdpTransmit>,
+}
+
+impl Outbox {
+    /// Queues `bytes` to `to` from the service's first socket; false when the queue is full.
+    pub fn push(&mut self, to: SocketAddr, bytes: &[u8]) -> bool {
+        if self.queue.len() >= MAX_UDP_SERVICE_QUEUE {
+            return false;
+        }
+        self.queue.push_back(UdpTransmit { socket: 0, to, bytes: bytes.to_vec() });
+        true
+    }
+}
+
+impl UdpService for Outbox {
+    fn handle_datagram(&mut self, _now: Instant, _socket: usize, _from: SocketAddr, _data: &[u8]) {}
+    fn poll_transmit(&mut self) -> Option<UdpTransmit> {
+        self.queue.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+}
+
 /// Identifies a UDP service on a reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UdpServiceId(pub usize);
@@ -130,6 +160,15 @@ impl Reactor {
         let s = self.udp_services.services.get_mut(id.0)?;
         let any: &mut dyn Any = s.engine.as_mut();
         any.downcast_mut::<T>()
+    }
+
+    /// Sends what a service's engine has to send now (after the owner handed it something to send, outside a
+    /// datagram or a deadline of its own: an [`Outbox`]).
+    pub fn flush_udp_service(&mut self, id: UdpServiceId) {
+        let registry = self.poll.registry();
+        if let Some(s) = self.udp_services.services.get_mut(id.0) {
+            flush_out(registry, s);
+        }
     }
 
     /// Replies a service dropped (a socket's queue full, or refused by the kernel).
