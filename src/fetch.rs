@@ -9,19 +9,8 @@ use std::time::{Duration, Instant};
 use crate::bzflag::event::Event;
 use crate::bzflag::session::{md5_hex, SessionConfig, SessionEnd};
 use crate::cache::WorldCache;
+use crate::observer::exit;
 use crate::reactor::{Reactor, SessionOptions};
-
-/// The exit codes a command gives for a [`FetchError`] (those of `bzhead world`).
-pub mod exit {
-    /// Done.
-    pub const OK: u8 = 0;
-    /// Bad arguments, unreadable input file, unwritable output.
-    pub const USAGE: u8 = 2;
-    /// The server cannot be reached.
-    pub const CONNECT: u8 = 3;
-    /// The server misbehaved or the world is broken.
-    pub const PROTOCOL: u8 = 6;
-}
 
 /// A fetched world.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +26,7 @@ pub struct Fetched {
 /// Why a fetch failed: the exit code and a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchError {
-    /// [`exit::CONNECT`] or [`exit::PROTOCOL`].
+    /// [`exit::CONNECT`] or [`exit::PROTOCOL`] (the game commands' codes, [`crate::observer::exit`]).
     pub code: u8,
     /// What went wrong.
     pub message: String,

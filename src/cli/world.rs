@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use bzhead::bzflag::consts::DEFAULT_PORT;
 use bzhead::bzflag::session::md5_hex;
 use bzhead::bzflag::world::{parse_blob, report, WorldModel};
-use bzhead::fetch::exit;
+use bzhead::observer::exit;
 
 /// Arguments of `bzhead world`.
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -452,7 +452,7 @@ fn fetching_from_nowhere_is_a_connect_error() {
     // Port 1 (tcpmux) has no listener; a "free" port could be taken by a parallel test's bzfs.
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
     let e = fetch::world(addr, None, Duration::from_secs(5)).unwrap_err();
-    assert_eq!(e.code, fetch::exit::CONNECT, "{e}");
+    assert_eq!(e.code, bzhead::observer::exit::CONNECT, "{e}");
 }
 
 /// The built binary. Needs `Cmd::World(WorldArgs)` wired in `src/main.rs`.
