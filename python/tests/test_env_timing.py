@@ -1,0 +1,59 @@
+"""bzhead.env and a policy that does not keep up: a slow policy's missed decisions are counted in `info` (never
+silently stretched), and an agent that does not step for a long while finds its game still there, its missed
+decisions counted, without a hang or a kick."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import bzhead.env
+
+STILL = np.zeros(5, dtype=np.float32)
+
+
+def test_a_policy_slower_than_the_game_is_counted_in_info():
+    # 10 decisions a game-second: a policy that takes 0.35 s a decision misses about three of every four.
+    env = bzhead.env.parallel_env(teams={"red": 1}, opponents={}, decision_hz=10.0, episode_seconds=60.0)
+    try:
+        env.reset(seed=0)
+        _, _, _, _, infos = env.step({"red0": STILL})
+        assert infos["red0"]["missed_decisions"] == 0, infos
+        t0 = infos["red0"]["game_time"]
+        missed = []
+        for _ in range(4):
+            time.sleep(0.35)
+            _, _, _, truncs, infos = env.step({"red0": STILL})
+            assert not truncs["red0"], infos
+            missed.append(infos["red0"]["missed_decisions"])
+        # Every late step says how many decisions went by, and the total adds them up.
+        assert all(m >= 2 for m in missed), missed
+        assert infos["red0"]["missed_decisions_total"] == sum(missed)
+        # The game's clock went on with the wall clock: the decision times say so (not one period per step).
+        elapsed = infos["red0"]["game_time"] - t0
+        assert elapsed >= 4 * 0.3, (elapsed, missed)
+    finally:
+        env.close()
+
+
+def test_an_agent_that_does_not_step_for_a_while_finds_its_game_still_there():
+    env = bzhead.env.parallel_env(teams={"red": 1}, opponents={"green": ["sitter"]}, episode_seconds=120.0)
+    try:
+        env.reset(seed=0)
+        env.step({"red0": STILL})
+        time.sleep(20.0)
+        start = time.monotonic()
+        _, _, terms, truncs, infos = env.step({"red0": STILL})
+        # The step comes back at once (the next decision is due), with the gap counted and the tank in the game.
+        assert time.monotonic() - start < 5.0
+        assert not terms["red0"] and not truncs["red0"], infos
+        assert "error" not in infos["red0"], infos
+        assert infos["red0"]["missed_decisions"] >= 150, infos
+        for _ in range(20):
+            _, _, _, truncs, infos = env.step({"red0": STILL})
+            assert not truncs["red0"], infos
+        status = env._s.core.status()
+        assert status["red0"][0] == "joined", status
+    finally:
+        env.close()
