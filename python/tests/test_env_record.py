@@ -43,13 +43,13 @@ def say(admin: Bzadmin, line: str) -> None:
 
 
 def test_a_warped_episode_is_recorded_in_both_formats_on_game_time(open_world, tmp_path):
-    """warp=8, a scripted policy against a sitter until the episode's 40 game-s are up: its `.bzrec` and `.rec`
+    """warp=8, a scripted policy against a sitter until the episode's 60 game-s are up: its `.bzrec` and `.rec`
     are complete when the episode ends (before close), replay with the learner joining, moving and the kills the
     env rewarded, span game seconds (not the few wall seconds it took), and a real `bzfs -replay` plays the
     `.rec`. A second episode gets files of its own, complete after close()."""
     rec_dir = tmp_path / "episodes"
     env = bzhead.env.gym_env(
-        opponents={"green": ["sitter"]}, world=open_world, mode="ffa", episode_seconds=40.0, warp=8.0,
+        opponents={"green": ["sitter"]}, world=open_world, mode="ffa", episode_seconds=60.0, warp=8.0,
         record=str(rec_dir),
     )
     try:
@@ -66,8 +66,8 @@ def test_a_warped_episode_is_recorded_in_both_formats_on_game_time(open_world, t
                 kills += [e for e in info["game_events"] if e["type"] == "kill" and e["killer_callsign"] == "red0"]
                 done = terminated or truncated
             wall = time.monotonic() - wall
-        assert kills, f"no kill in 40 game-s at warp 8: {env.status()}"
-        assert game_end - game_start > 3.0 * wall, (game_end - game_start, wall)
+        assert kills, f"no kill in 60 game-s at warp 8: {env.status()}"
+        assert game_end - game_start > 2.0 * wall, (game_end - game_start, wall)
         bzrec, rec = rec_dir / "episode-00001.bzrec", rec_dir / "episode-00001.rec"
         lines = [json.loads(x) for x in (rec_dir / "episode-00001.jsonl").read_text().splitlines()]
         assert lines[0]["recording"]["bzrec"] == bzrec.name and lines[0]["recording"]["rec"] == rec.name
@@ -83,10 +83,10 @@ def test_a_warped_episode_is_recorded_in_both_formats_on_game_time(open_world, t
             assert len(positions) > 3, f"{path.name}: red0 does not move: {moves[:5]}"
             seen = [e for e in events if e.get("type") == "kill" and e.get("killer_callsign") == "red0"]
             assert len(seen) >= len(kills) - 1 >= 0 and seen, f"{path.name}: kills {seen} vs the env's {kills}"
-            # Game time: the recording spans about the episode's 40 game-s, far more than the wall time.
+            # Game time: the recording spans about the episode's 60 game-s, far more than the wall time.
             ts = [e["t"] for e in events if "t" in e]
             span = max(ts) - min(ts)
-            assert 30.0 <= span <= 50.0, f"{path.name}: spans {span} s (wall {wall:.1f} s)"
+            assert 50.0 <= span <= 70.0 and span > 2.0 * wall, f"{path.name}: spans {span} s (wall {wall:.1f} s)"
 
         # A second episode: its own files, complete after close().
         obs, _ = env.reset()
