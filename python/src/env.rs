@@ -7,9 +7,18 @@
 //! period of game time later), and hands back the observations as one `float32` buffer, the rewarded events and
 //! the game's own events. It never waits for ever: a learner that is not in the game, or a step that gets no
 //! decision within [`STEP_WAIT`] of wall time, is reported as lost.
+//!
+//! Recording (`record=DIR`, see `docs/env.md`): [`PyEnvCore::record`] adds an observer session per server to the
+//! host's reactor with the reactor's own recorders (`SessionOptions { record, rec }`, as `observe --record --rec`
+//! does). The host does not own it, so it hands its events back as [`HostEvent::Session`], which `turn` reads for
+//! the recorder's join, warnings and end. Each episode gets a fresh observer rather than rotating the files of one:
+//! bzhead's own format replays by running every input from the connect on through the engine, so a file has to
+//! start at a connect (a `.rec` could restart at a state block, a `.bzrec` cannot).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -20,8 +29,10 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use bzhead::bot::{brains, Bot, BotConfig, BotHost, BotId, BotState, Control, HostConfig, HostEvent, View};
 use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
+use bzhead::bzflag::session::{SessionConfig, SessionEnd};
 use bzhead::env::{observe, rewards, Action, DecisionClock, ObsSpec, Outcome, RewardWeights};
 use bzhead::observer::{json_line, Filter};
+use bzhead::reactor::{SessionId, SessionOptions};
 
 use crate::json::loads;
 use crate::Unlocked;
@@ -32,6 +43,13 @@ const STEP_WAIT: Duration = Duration::from_secs(10);
 const MAX_EVENTS: usize = 10_000;
 /// Host ticks per second at least (the pilots step the tanks' physics at every tick).
 const MIN_TICK_HZ: f64 = 30.0;
+/// Recording warnings kept between two steps (more are dropped).
+const MAX_RECORD_WARNINGS: usize = 64;
+/// Longest wall time the end of a recording waits for its observer to leave (its files are then complete).
+const RECORD_CLOSE_WAIT: Duration = Duration::from_secs(3);
+/// A recorder's observer leaves when the server sends it nothing for this long (bzfs sends an observer the game
+/// time at least every 10 s), as the host's own observer link does.
+const RECORD_IDLE: Duration = Duration::from_secs(30);
 
 /// The game time scale of the host's clock: the reactor's natively scaled clock (its ticks, timers, timestamps
 /// and waits run `k` times real time; see docs/time-warp.md). A private bzfs runs under `faketime` at the same
@@ -83,6 +101,23 @@ impl Bot for Learner {
     }
 }
 
+/// One episode's recording of one server: an observer session on the host's reactor (not one of the host's).
+struct Recording {
+    server: SocketAddr,
+    session: SessionId,
+    /// The files, for messages.
+    name: String,
+    /// The files, removed if the observer never joined (they hold nothing of the game).
+    files: Vec<PathBuf>,
+    joined: bool,
+    /// Asked to leave (the episode ended, or a new one started).
+    leaving: bool,
+    /// The session ended (its files are complete once the reactor says it is done).
+    ended: bool,
+    /// The last warning given for it (the reactor keeps the cap's message as the record error too).
+    warned: Option<String>,
+}
+
 struct LearnerEntry {
     id: BotId,
     name: String,
@@ -104,6 +139,8 @@ pub struct PyEnvCore {
     events: Vec<(String, String)>,
     dropped: u64,
     start: Instant,
+    recordings: Vec<Recording>,
+    record_warnings: Vec<String>,
 }
 
 fn team_of(s: &str) -> PyResult<Team> {
@@ -125,17 +162,99 @@ impl PyEnvCore {
             Err(e) => return Err(os_error(e)),
         }
         while let Some(ev) = self.host.poll_event() {
-            if let HostEvent::Game { server, at, event } = ev {
-                if !self.filter.allows(&event) {
-                    continue;
+            match ev {
+                HostEvent::Game { server, at, event } => {
+                    if !self.filter.allows(&event) {
+                        continue;
+                    }
+                    if self.events.len() >= MAX_EVENTS {
+                        self.dropped += 1;
+                        continue;
+                    }
+                    let addr = self.host.server_addr(server).map(|a| a.to_string()).unwrap_or_default();
+                    self.events.push((addr, json_line(at.saturating_duration_since(self.start), &event)));
                 }
-                if self.events.len() >= MAX_EVENTS {
-                    self.dropped += 1;
-                    continue;
-                }
-                let addr = self.host.server_addr(server).map(|a| a.to_string()).unwrap_or_default();
-                self.events.push((addr, json_line(at.saturating_duration_since(self.start), &event)));
+                HostEvent::Session { session, event, .. } => self.on_recorder_event(session, &event),
+                HostEvent::Bot { .. } => {}
             }
+        }
+        self.reap_recordings();
+        Ok(())
+    }
+
+    /// An event of a recorder's observer: its join, a warning (the size cap), its end.
+    fn on_recorder_event(&mut self, session: SessionId, event: &Event) {
+        let Some(k) = self.recordings.iter().position(|r| r.session == session) else { return };
+        let mut warning = None;
+        match event {
+            Event::Accept { .. } => self.recordings[k].joined = true,
+            // The recorders keep what they need of the world; the session's copy (up to 32 MiB) goes.
+            Event::World { .. } => drop(self.host.reactor().with_session(session, |s, _| s.take_world_blob())),
+            Event::Warning { message } => {
+                self.recordings[k].warned = Some(message.clone());
+                let message = message.replace("--record-max-mib", "record_max_mib");
+                warning = Some(format!("recording {}: {message}", self.recordings[k].name));
+            }
+            Event::Closed { reason } => {
+                let r = &mut self.recordings[k];
+                r.ended = true;
+                let end = self.host.reactor().session(session).and_then(|s| s.end().cloned());
+                if !r.leaving && !matches!(end, Some(SessionEnd::Left)) {
+                    warning = Some(format!("recording {} ended before the episode did: {reason}", r.name));
+                }
+            }
+            _ => {}
+        }
+        if let Some(w) = warning {
+            self.record_warning(w);
+        }
+    }
+
+    fn record_warning(&mut self, w: String) {
+        if self.record_warnings.len() < MAX_RECORD_WARNINGS {
+            self.record_warnings.push(w);
+        }
+    }
+
+    /// Removes the recorders whose sessions are over (their files complete), with a warning for a write error.
+    fn reap_recordings(&mut self) {
+        let mut k = 0;
+        while k < self.recordings.len() {
+            let sid = self.recordings[k].session;
+            let gone = self.host.reactor().session(sid).is_none();
+            if !((self.recordings[k].ended || gone) && self.host.reactor().is_done(sid)) {
+                k += 1;
+                continue;
+            }
+            let r = self.recordings.remove(k);
+            let error = self.host.reactor().record_error(sid).map(str::to_string);
+            if !r.joined {
+                // Nothing of the game in them (an episode that ended before its recorder got in, or a recorder
+                // that could not join, which `on_recorder_event` reported).
+                for f in &r.files {
+                    let _ = std::fs::remove_file(f);
+                }
+            } else if let Some(e) = error.filter(|e| r.warned.as_ref() != Some(e)) {
+                self.record_warning(format!("recording {} is incomplete: {e}", r.name));
+            }
+            self.host.reactor().remove_session(sid);
+        }
+    }
+
+    /// Makes the recorders of `server` (every server: `None`) leave, and turns the loop until they are gone (at
+    /// most [`RECORD_CLOSE_WAIT`]): their files are then complete.
+    fn end_recordings(&mut self, py: Python<'_>, server: Option<SocketAddr>) -> PyResult<()> {
+        let mine = |r: &Recording| server.is_none_or(|a| r.server == a);
+        for k in 0..self.recordings.len() {
+            if mine(&self.recordings[k]) && !self.recordings[k].leaving {
+                self.recordings[k].leaving = true;
+                let sid = self.recordings[k].session;
+                self.host.reactor().leave(sid);
+            }
+        }
+        let end = Instant::now() + RECORD_CLOSE_WAIT;
+        while self.recordings.iter().any(mine) && Instant::now() < end {
+            self.turn(py, Duration::from_millis(10))?;
         }
         Ok(())
     }
@@ -168,7 +287,8 @@ impl PyEnvCore {
         }
     }
 
-    /// The result of a step or reset: `(obs bytes, rewards, outcomes, missed, alive, lost, events)`.
+    /// The result of a step or reset: `(obs bytes, rewards, outcomes, missed, alive, lost, events,
+    /// record_warnings)`.
     fn harvest<'py>(&mut self, py: Python<'py>, lost: &[usize]) -> PyResult<Bound<'py, PyDict>> {
         let len = self.spec.len();
         let mut buf: Vec<u8> = Vec::with_capacity(self.learners.len() * len * 4);
@@ -216,6 +336,7 @@ impl PyEnvCore {
         d.set_item("lost", lost.iter().map(|&k| self.learners[k].name.clone()).collect::<Vec<_>>())?;
         d.set_item("events", events)?;
         d.set_item("dropped_events", std::mem::take(&mut self.dropped))?;
+        d.set_item("record_warnings", std::mem::take(&mut self.record_warnings))?;
         Ok(d)
     }
 }
@@ -290,6 +411,8 @@ impl PyEnvCore {
             events: Vec::new(),
             dropped: 0,
             start: Instant::now(),
+            recordings: Vec::new(),
+            record_warnings: Vec::new(),
         })
     }
 
@@ -348,12 +471,86 @@ impl PyEnvCore {
         Ok(())
     }
 
-    /// Waits (up to `timeout` s) until every learner is in the game and has a first decision, then starts an
-    /// episode: rewards, missed decisions and events so far are dropped. Returns what `step` returns.
+    /// Records the game on `server` from now on: an observer joining as `callsign` writes bzhead's recording to
+    /// `bzrec` and BZFlag's `.rec` to `rec` (either may be `None`), each at most `max_bytes` (past it that
+    /// recording stops with a warning in the next result's `record_warnings`; the game goes on). The server's
+    /// recording so far ends first (its files complete). A file that cannot be created is a warning too: a
+    /// recording never stops the training. `reset` waits for the observer to join.
+    #[pyo3(signature = (server, callsign, bzrec = None, rec = None, max_bytes = bzhead::record::DEFAULT_MAX_RECORD_BYTES))]
+    fn record(
+        &mut self,
+        py: Python<'_>,
+        server: &str,
+        callsign: &str,
+        bzrec: Option<PathBuf>,
+        rec: Option<PathBuf>,
+        max_bytes: u64,
+    ) -> PyResult<()> {
+        let addr = bzhead::reactor::resolve(server, DEFAULT_PORT).map_err(PyValueError::new_err)?;
+        if callsign.is_empty() || callsign.len() > 31 {
+            return Err(PyValueError::new_err("a callsign has 1 to 31 bytes"));
+        }
+        self.end_recordings(py, Some(addr))?;
+        if bzrec.is_none() && rec.is_none() {
+            return Ok(());
+        }
+        let files: Vec<PathBuf> = [&bzrec, &rec].into_iter().flatten().cloned().collect();
+        let name = files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ");
+        let config = SessionConfig {
+            callsign: callsign.into(),
+            motto: "bzhead.env recorder".into(),
+            team: Team::Observer,
+            player_type: PlayerType::Tank,
+            // The `.rec` recorder stays on TCP (docs/recordings.md: bzfs relays over UDP only to who opened it).
+            udp: false,
+            idle_timeout: Some(RECORD_IDLE),
+            ..SessionConfig::default()
+        };
+        let options = SessionOptions { record: bzrec, rec, cache: None, record_max_bytes: Some(max_bytes) };
+        match self.host.reactor().add_session(addr, config, options) {
+            Ok(session) => self.recordings.push(Recording {
+                server: addr,
+                session,
+                name,
+                files,
+                joined: false,
+                leaving: false,
+                ended: false,
+                warned: None,
+            }),
+            Err(e) => self.record_warning(format!("cannot record {server} to {name}: {e}")),
+        }
+        Ok(())
+    }
+
+    /// Ends the recordings of `server` (of every server: `None`): their observers leave, and the call returns
+    /// once their files are complete (at most 3 s).
+    #[pyo3(signature = (server = None))]
+    fn stop_recording(&mut self, py: Python<'_>, server: Option<&str>) -> PyResult<()> {
+        let addr =
+            server.map(|s| bzhead::reactor::resolve(s, DEFAULT_PORT).map_err(PyValueError::new_err)).transpose()?;
+        self.end_recordings(py, addr)
+    }
+
+    /// Waits (up to `timeout` s) until every recorder has joined (see `record`) and every learner is in the game
+    /// and has a first decision, then starts an episode: rewards, missed decisions and events so far are
+    /// dropped. Returns what `step` returns.
     #[pyo3(signature = (timeout = 30.0))]
     fn reset<'py>(&mut self, py: Python<'py>, timeout: f64) -> PyResult<Bound<'py, PyDict>> {
         if !(timeout.is_finite() && timeout > 0.0) {
             return Err(PyValueError::new_err("timeout must be a number of seconds > 0"));
+        }
+        // The recording covers the whole episode: its observer is in before the episode starts.
+        let end = Instant::now() + Duration::from_secs_f64(timeout);
+        while self.recordings.iter().any(|r| !r.joined && !r.ended && !r.leaving) && Instant::now() < end {
+            self.turn(py, Duration::from_millis(20))?;
+            py.check_signals()?;
+        }
+        let late: Vec<String> = (self.recordings.iter().filter(|r| !r.joined && !r.ended && !r.leaving))
+            .map(|r| format!("recording {}: the observer did not get into the game within {timeout} s", r.name))
+            .collect();
+        for w in late {
+            self.record_warning(w);
         }
         for e in &mut self.learners {
             let mut s = e.slot.borrow_mut();
@@ -426,8 +623,9 @@ impl PyEnvCore {
         Ok(d)
     }
 
-    /// Every bot leaves cleanly (waits up to 3 s).
+    /// Every recording ends (complete files), every bot leaves cleanly (waits up to 3 s each).
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.end_recordings(py, None)?;
         self.host.leave_all();
         let end = Instant::now() + Duration::from_secs(3);
         while !self.host.is_done() && Instant::now() < end {

@@ -14,7 +14,6 @@ use bzhead::bzflag::consts::{PlayerType, Team, DEFAULT_PORT};
 use bzhead::bzflag::event::Event;
 use bzhead::bzflag::session::SessionEnd;
 use bzhead::observer::{json_envelope, json_line, text_line, Filter};
-use bzhead::reactor::{Reactor, ReactorOptions};
 
 use super::exit::{CONNECT, KICKED, OK, PROTOCOL, REJECTED, USAGE};
 
@@ -40,7 +39,7 @@ pub struct BotArgs {
     for_secs: Option<f64>,
     /// Play K times as fast as real time, on a server that runs K times as fast (under `faketime -f '+0 xK'`;
     /// 1/64 to 64). Ticks, timers, event times and --for are in game time.
-    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = bzhead::args::float(1.0 / 64.0, 64.0))]
+    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = super::time_scale_arg())]
     time_scale: f64,
     /// Print JSON lines instead of text.
     #[arg(long)]
@@ -145,14 +144,7 @@ fn start(a: &BotArgs) -> Result<Bots, u8> {
         rec: a.rec.clone(),
         ..HostConfig::default()
     };
-    let reactor = Reactor::with_options(ReactorOptions { time_scale: a.time_scale }).map_err(|e| {
-        eprintln!("bzhead: cannot start the event loop: {e}");
-        if e.kind() == io::ErrorKind::InvalidInput {
-            USAGE
-        } else {
-            PROTOCOL
-        }
-    })?;
+    let reactor = super::new_reactor_at(a.time_scale)?;
     let mut host = BotHost::with_reactor(reactor, config);
     let mut names = Vec::new();
     for i in 0..a.count {

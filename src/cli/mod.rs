@@ -48,10 +48,28 @@ pub fn event_filter(show: &[String], hide: &[String]) -> Result<bzhead::observer
 
 /// A new event loop, or the reason on stderr: `Err` is the exit code.
 pub fn new_reactor() -> Result<bzhead::reactor::Reactor, u8> {
-    bzhead::reactor::Reactor::new().map_err(|e| {
+    new_reactor_at(1.0)
+}
+
+/// A new event loop whose clock runs `time_scale` times as fast as real time (`--time-scale K` of `bot` and
+/// `observe`), or the reason on stderr: `Err` is the exit code (usage for a scale out of range).
+pub fn new_reactor_at(time_scale: f64) -> Result<bzhead::reactor::Reactor, u8> {
+    let options = bzhead::reactor::ReactorOptions { time_scale };
+    bzhead::reactor::Reactor::with_options(options).map_err(|e| {
         eprintln!("bzhead: cannot start the event loop: {e}");
-        exit::PROTOCOL
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            exit::USAGE
+        } else {
+            exit::PROTOCOL
+        }
     })
+}
+
+/// The value parser of `--time-scale K` (`bot`, `observe`): the reactor's clock's range,
+/// [`bzhead::reactor::TIME_SCALE_RANGE`] (1/64 to 64).
+pub fn time_scale_arg() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    let range = bzhead::reactor::TIME_SCALE_RANGE;
+    bzhead::args::float(*range.start(), *range.end())
 }
 
 /// Seconds from the command line as a duration (negative, NaN or huge values are clamped).

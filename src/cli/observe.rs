@@ -18,7 +18,7 @@ use bzhead::netwatch::{
     link_line, netstats_lines, reconnected_line, reconnecting_line, NetstatsClock, NetstatsDue, Reconnect,
 };
 use bzhead::observer::{json_envelope, json_line, text_line, Filter, Stamp};
-use bzhead::reactor::{Reactor, SessionId, SessionOptions};
+use bzhead::reactor::{Clock, Reactor, SessionId, SessionOptions};
 use bzhead::text::for_terminal;
 
 use super::{exit, secs};
@@ -81,6 +81,11 @@ pub struct ObserveArgs {
     /// Do not bring up the UDP link (everything over TCP).
     #[arg(long)]
     pub no_udp: bool,
+    /// Watch a server that runs K times as fast as real time (under `faketime -f '+0 xK'`; 1/64 to 64, as for
+    /// `bot`): event times, --for, --netstats, the timeouts, dead reckoning and the recordings are in game time.
+    /// Not with --web.
+    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = super::time_scale_arg(), conflicts_with = "web")]
+    pub time_scale: f64,
     /// Join like bzadmin: no flag negotiation, settings or world download.
     #[arg(long)]
     pub no_world: bool,
@@ -174,12 +179,13 @@ impl ObserveArgs {
 
 /// What the user asks of a running observer: lines typed on standard input (read on a helper thread that wakes the
 /// reactor; a closed stdin is not a reason to leave), Ctrl-C, SIGTERM or SIGHUP (leave cleanly with MsgExit
-/// instead of dropping the connection; a second one quits at once), and `--for`.
+/// instead of dropping the connection; a second one quits at once), and `--for` (in the reactor's game time).
 pub struct Controls {
     lines: Receiver<String>,
     signals: Receiver<i32>,
-    /// When `--for` makes the observers leave.
+    /// When `--for` makes the observers leave (game time, on `clock`).
     pub deadline: Option<Instant>,
+    clock: Clock,
 }
 
 /// A line typed on standard input.
@@ -207,7 +213,8 @@ impl Typed {
 }
 
 impl Controls {
-    /// Starts reading stdin and the signals for the observers on `reactor`, started at `start`.
+    /// Starts reading stdin and the signals for the observers on `reactor`, started at `start` (the reactor's game
+    /// time).
     pub fn new(reactor: &Reactor, start: Instant, for_secs: Option<f64>) -> Controls {
         let signals = super::leave_on_signals(reactor.waker());
         let (tx, lines) = mpsc::channel::<String>();
@@ -222,7 +229,7 @@ impl Controls {
             }
         });
         let deadline = for_secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| start + Duration::from_secs_f64(s));
-        Controls { lines, signals, deadline }
+        Controls { lines, signals, deadline, clock: reactor.clock() }
     }
 
     /// What was asked since the last call, in order: the lines typed, then a [`Typed::Quit`] when --for has
@@ -230,7 +237,7 @@ impl Controls {
     pub fn asked(&self, left: bool) -> Vec<Typed> {
         let mut asked: Vec<Typed> = self.lines.try_iter().filter_map(|l| Typed::parse(&l)).collect();
         let quit = left || asked.contains(&Typed::Quit);
-        if !quit && (self.deadline.is_some_and(|d| Instant::now() >= d) || self.signals.try_recv().is_ok()) {
+        if !quit && (self.deadline.is_some_and(|d| self.clock.now() >= d) || self.signals.try_recv().is_ok()) {
             asked.push(Typed::Quit);
         }
         asked
@@ -357,14 +364,14 @@ impl<'a> Observers<'a> {
     fn start(a: &'a ObserveArgs, filter: &'a Filter) -> Result<Observers<'a>, u8> {
         let addr = super::resolve_or_exit(&a.servers[0], DEFAULT_PORT)?;
         let count = a.count.max(1);
-        let mut reactor = super::new_reactor()?;
+        let mut reactor = super::new_reactor_at(a.time_scale)?;
         // The first observer records (if asked); the others only watch.
         let id = reactor.add_session(addr, a.observer_config(1, count), a.session_options(true)).map_err(|e| {
             eprintln!("bzhead: cannot connect to {addr}: {e}");
             exit::CONNECT
         })?;
         a.keep_net_stats(&mut reactor, id, 1);
-        let start = reactor.started(id).unwrap_or_else(Instant::now);
+        let start = reactor.started(id).unwrap_or_else(|| reactor.now());
         let stagger = Duration::from_millis(a.stagger_ms);
         Ok(Observers {
             a,
@@ -423,9 +430,10 @@ impl<'a> Observers<'a> {
         self.finish()
     }
 
-    /// How long the next turn may wait: until --for, the next connect, a reconnect or the netstats clock.
+    /// How long the next turn may wait (game time): until --for, the next connect, a reconnect or the netstats
+    /// clock.
     fn wait(&self) -> Duration {
-        let now = Instant::now();
+        let now = self.reactor.now();
         let mut wait =
             self.controls.deadline.map(|d| d.saturating_duration_since(now)).unwrap_or(Duration::from_secs(3600));
         if !self.left && self.observers.len() < self.target {
@@ -462,7 +470,7 @@ impl<'a> Observers<'a> {
     /// With --reconnect: connects again the observers whose back-off is over.
     fn reconnect_due(&mut self) {
         for k in 1..=self.observers.len() {
-            let now = Instant::now();
+            let now = self.reactor.now();
             if self.pending[k - 1].is_none_or(|due| now < due) {
                 continue;
             }
@@ -492,7 +500,7 @@ impl<'a> Observers<'a> {
 
     /// With --count: connects the next observers, --stagger-ms apart.
     fn connect_more(&mut self) {
-        while !self.left && self.observers.len() < self.target && Instant::now() >= self.next_connect {
+        while !self.left && self.observers.len() < self.target && self.reactor.now() >= self.next_connect {
             let k = self.observers.len() as u32 + 1;
             let config = self.a.observer_config(k, self.count);
             match self.reactor.add_session(self.addr, config, self.a.session_options(false)) {
@@ -632,7 +640,7 @@ impl<'a> Observers<'a> {
     /// The first observer's netstats: /lagstats asked for a little before each block of lines.
     fn netstats(&mut self) {
         while let Some(clock) = self.net_clock.as_mut() {
-            let now = Instant::now();
+            let now = self.reactor.now();
             match clock.poll(now) {
                 NetstatsDue::Nothing => break,
                 NetstatsDue::AskLag => self.reactor.request_lag_stats(self.id),

@@ -26,6 +26,7 @@ mod monitor_hostile;
 mod monitor_masters;
 mod netstats;
 mod observe;
+mod observe_warp;
 mod play;
 mod query_demux;
 mod query_host;

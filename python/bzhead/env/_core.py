@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -59,6 +60,7 @@ class Arena:
         if not self.agents:
             raise ValueError("no learning tanks: give teams, e.g. teams={'red': 1}")
         # Episode state.
+        self.episode = 0
         self.decisions = 0
         self.done = False
         self.server_error: Optional[str] = None
@@ -89,7 +91,7 @@ class Session:
 
     def __init__(self, arenas: List[Arena], *, decision_hz: float, episode_seconds: float, warp: float,
                  obs_kw: Dict[str, Any], rewards: Optional[Mapping[str, float]], end_on_capture: bool,
-                 record: Optional[str], seed: Optional[int], ready_timeout: float):
+                 record: Optional[str], seed: Optional[int], ready_timeout: float, record_max_mib: float = 256.0):
         if not (np.isfinite(episode_seconds) and episode_seconds > 0):
             raise ValueError("episode_seconds must be a number of game seconds > 0")
         self.arenas = arenas
@@ -99,7 +101,10 @@ class Session:
         self.obs_kw = dict(obs_kw)
         self.rewards = dict(rewards or {})
         self.end_on_capture = end_on_capture
-        self.record = record
+        self.record = None if record is None else os.fspath(record)
+        if not (isinstance(record_max_mib, (int, float)) and np.isfinite(record_max_mib) and record_max_mib > 0):
+            raise ValueError("record_max_mib must be a number of MiB > 0")
+        self.record_max_bytes = max(1, int(record_max_mib * (1 << 20)))
         self.ready_timeout = ready_timeout
         self.seed = seed
         self.core: Optional[Any] = None
@@ -109,8 +114,8 @@ class Session:
         self.obs_len = self._make_core().obs_len  # checks every option before a server starts
         self.core = None
         self._record_file = None
-        if record is not None:
-            os.makedirs(record, exist_ok=True)
+        if self.record is not None:
+            os.makedirs(self.record, exist_ok=True)
 
     def _make_core(self):
         return _native.EnvCore(decision_hz=self.decision_hz, warp=self.warp, weights=self.rewards, **self.obs_kw)
@@ -152,9 +157,14 @@ class Session:
         dead = any(arena.died() for arena in self.arenas)
         if self.core is None or restart or dead:
             self.start(seed)
+        # Each arena's recorder joins before the episode starts (core.reset waits for it).
+        for arena in self.arenas:
+            self._record_arena(arena)
         result = self.core.reset(timeout=self.ready_timeout)
         if result["lost"]:
             status = self.core.status()
+            for arena in self.arenas:
+                arena.episode -= 1  # the next reset records this episode number again
             self.stop()
             raise RuntimeError(f"these learning tanks did not get into the game: {result['lost']}; {status}")
         for arena in self.arenas:
@@ -163,12 +173,15 @@ class Session:
             arena.server_error = None
         self.episode += 1
         self._open_record()
+        self._warn_record(result)
         return result
 
     def reset_arena(self, arena: Arena) -> None:
-        """A soft reset of one arena: a new episode of the game that goes on."""
+        """A soft reset of one arena: a new episode of the game that goes on (its recording starts as its new
+        observer joins, within the first steps: the other arenas' games are not held up for it)."""
         arena.decisions = 0
         arena.done = False
+        self._record_arena(arena)
 
     def judge(self, arena: Arena, result):
         """After a step: `(terminated, truncated, error)` of the arena's episode (counts the decision)."""
@@ -182,6 +195,11 @@ class Session:
             self.end_on_capture and any(e.get("type") == "capture" for e in events)
         )
         truncated = error is not None or arena.decisions >= self.episode_decisions
+        if (terminated or truncated) and self.record is not None and self.core is not None:
+            # The episode's recording ends with it: its files are complete when this returns.
+            self.core.stop_recording(arena.addr)
+            if self._record_file is not None:
+                self._record_file.flush()
         return terminated, truncated and not terminated, error
 
     def step(self, actions: np.ndarray, discrete: bool):
@@ -189,6 +207,7 @@ class Session:
             raise RuntimeError("call reset() first")
         result = self.core.step(actions.tobytes(), discrete)
         self._write_record(result)
+        self._warn_record(result)
         return result
 
     def obs_array(self, result) -> np.ndarray:
@@ -196,10 +215,36 @@ class Session:
 
     # --- recording ------------------------------------------------------------------------------------------
 
+    def record_paths(self, arena: Arena, episode: int) -> Dict[str, str]:
+        """The files of an arena's episode: bzhead's recording (``.bzrec``) and BZFlag's ``.rec``, named
+        ``episode-NNNNN`` (``-arenaK`` added when there are several arenas)."""
+        assert self.record is not None
+        stem = f"episode-{episode:05d}" + (f"-arena{arena.index}" if len(self.arenas) > 1 else "")
+        base = os.path.join(self.record, stem)
+        return {"bzrec": base + ".bzrec", "rec": base + ".rec"}
+
+    def _record_arena(self, arena: Arena) -> None:
+        """Starts the recording of the arena's next episode (ending the one before)."""
+        arena.episode += 1
+        if self.record is None or self.core is None:
+            return
+        paths = self.record_paths(arena, arena.episode)
+        callsign = f"bzhead-rec{arena.index}-{arena.episode}" if len(self.arenas) > 1 else f"bzhead-rec{arena.episode}"
+        self.core.record(arena.addr, callsign[:31], paths["bzrec"], paths["rec"], self.record_max_bytes)
+
+    def _warn_record(self, result) -> None:
+        for message in result.get("record_warnings", ()):
+            warnings.warn(f"bzhead.env: {message}", RuntimeWarning, stacklevel=4)
+
     def _open_record(self):
         self._close_record()
         if self.record is not None:
             self._record_file = open(os.path.join(self.record, f"episode-{self.episode:05d}.jsonl"), "w")
+            for arena in self.arenas:
+                paths = self.record_paths(arena, arena.episode)
+                line = {"episode": arena.episode, "arena": arena.index, "server": arena.addr,
+                        "bzrec": os.path.basename(paths["bzrec"]), "rec": os.path.basename(paths["rec"])}
+                self._record_file.write(json.dumps({"recording": line}) + "\n")
 
     def _close_record(self):
         if self._record_file is not None:

@@ -165,6 +165,7 @@ def parallel_env(
     warp: float = 1.0,
     seed: Optional[int] = None,
     record: Optional[str] = None,
+    record_max_mib: float = 256.0,
     action_type: str = "box",
     rewards: Optional[Mapping[str, float]] = None,
     end_on_capture: bool = True,
@@ -182,14 +183,14 @@ def parallel_env(
     session = _session(
         [(server, teams or {"red": 1}, opponents or {})], world=world, mode=mode, server_options=server_options,
         decision_hz=decision_hz, episode_seconds=episode_seconds, warp=warp, seed=seed, record=record,
-        rewards=rewards, end_on_capture=end_on_capture, nearest=nearest, flags=flags, shots=shots, rays=rays,
-        ray_range=ray_range, join_stagger=join_stagger, ready_timeout=ready_timeout,
+        record_max_mib=record_max_mib, rewards=rewards, end_on_capture=end_on_capture, nearest=nearest, flags=flags,
+        shots=shots, rays=rays, ray_range=ray_range, join_stagger=join_stagger, ready_timeout=ready_timeout,
     )
     return BzParallelEnv(session, action_type, reset_mode)
 
 
-def _session(games, *, world, mode, server_options, decision_hz, episode_seconds, warp, seed, record, rewards,
-             end_on_capture, nearest, flags, shots, rays, ray_range, join_stagger, ready_timeout, prefix=False):
+def _session(games, *, world, mode, server_options, decision_hz, episode_seconds, warp, seed, record, record_max_mib,
+             rewards, end_on_capture, nearest, flags, shots, rays, ray_range, join_stagger, ready_timeout, prefix=False):
     server_kw = {"world": world, "mode": mode, "options": tuple(server_options), "warp": float(warp)}
     arenas = [
         Arena(k, server, teams, opponents, server_kw, name_prefix=f"e{k}-" if prefix else "")
@@ -199,4 +200,4 @@ def _session(games, *, world, mode, server_options, decision_hz, episode_seconds
               "join_stagger": join_stagger}
     return Session(arenas, decision_hz=decision_hz, episode_seconds=episode_seconds, warp=warp, obs_kw=obs_kw,
                    rewards=rewards, end_on_capture=end_on_capture, record=record, seed=seed,
-                   ready_timeout=ready_timeout)
+                   ready_timeout=ready_timeout, record_max_mib=record_max_mib)
