@@ -192,6 +192,16 @@ pub struct Recorder {
     is_stopped: bool,
 }
 
+/// What to tell the user when `what` reached its size cap of `max_bytes` (in MiB when it is whole MiB).
+fn cap_reached(what: &str, max_bytes: u64) -> String {
+    let size = if max_bytes >= 1 << 20 && max_bytes % (1 << 20) == 0 {
+        format!("{} MiB", max_bytes >> 20)
+    } else {
+        format!("{max_bytes} bytes")
+    };
+    format!("{what} reached its size cap of {size} and stopped; the session goes on (--record-max-mib sets the cap)")
+}
+
 impl Recorder {
     /// Creates `path` and writes the header and the meta record.
     pub fn create(path: &Path, meta: &Meta, start: Instant) -> io::Result<Recorder> {
@@ -270,12 +280,7 @@ impl Recorder {
             let was = rec.is_stopped();
             rec.record(kind, now, data);
             if rec.is_stopped() && !was {
-                self.stopped = Some(format!(
-                    "the .rec recording reached its size cap of {} bytes ({} MiB) and stopped; the session goes on \
-                     (--record-max-mib sets the cap)",
-                    self.max_bytes,
-                    self.max_bytes >> 20
-                ));
+                self.stopped = Some(cap_reached("the .rec recording", self.max_bytes));
             }
         }
         let Some(out) = &mut self.out else { return };
@@ -285,11 +290,7 @@ impl Recorder {
         let size = RECORD_HEAD + data.len() as u64;
         if self.written.saturating_add(size) > self.max_bytes {
             self.is_stopped = true;
-            self.stopped = Some(format!(
-                "the recording reached its size cap of {} bytes ({} MiB) and stopped; the session goes on                  (--record-max-mib sets the cap)",
-                self.max_bytes,
-                self.max_bytes >> 20
-            ));
+            self.stopped = Some(cap_reached("the recording", self.max_bytes));
             let _ = out.flush();
             return;
         }
