@@ -579,7 +579,7 @@ impl<'a> Running<'a> {
             }
             if self.listener.is_some() {
                 let m = (&self.monitor, &self.own, join_view.as_slice());
-                serve_http(&mut self.reactor, m, &mut self.side, &mut self.streams);
+                serve_http(&mut self.reactor, m, &mut self.side, self.dpmaster, &mut self.streams);
             }
             if self.a.rounds.is_some_and(|n| self.own.rounds >= n) && self.round.is_none() {
                 break;
@@ -655,10 +655,10 @@ impl<'a> Running<'a> {
             } else if let Some(i) = self.fetch_jobs.iter().position(|(j, ..)| *j == id) {
                 let (_, round, which) = self.fetch_jobs.swap_remove(i);
                 let outcome = result.downcast::<Fetched>().map_or_else(|_| Err("the fetch failed".to_owned()), |b| *b);
+                self.take_list(round, &outcome);
                 if let Some((_, url)) = self.http_masters.get(which) {
-                    self.side.mirror_http(url, &outcome);
+                    self.side.mirror_http(url, outcome);
                 }
-                self.take_list(round, outcome);
             } else {
                 self.side.job_done(&mut self.reactor, id, result);
             }
@@ -820,7 +820,7 @@ impl<'a> Running<'a> {
     }
 
     /// A list fetched for `round`: its entries join the round's scan.
-    fn take_list(&mut self, round: u64, outcome: Fetched) {
+    fn take_list(&mut self, round: u64, outcome: &Fetched) {
         if round != self.monitor.round() || self.round.is_none() {
             return; // a late answer for an earlier round
         }
@@ -892,6 +892,7 @@ fn serve_http(
     reactor: &mut Reactor,
     (monitor, own, joins): MonitorView,
     side: &mut MasterSide,
+    dpmaster: Option<UdpServiceId>,
     streams: &mut Vec<(HttpConnId, u64)>,
 ) {
     while let Some(ev) = reactor.poll_http_event() {
@@ -902,7 +903,16 @@ fn serve_http(
                     continue;
                 }
                 let param = |k: &str| request.query_param(k);
-                match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
+                // Where servers come from: only the server routes ask (the index costs a pass over the masters).
+                let index = request.path.starts_with("/api/servers").then(|| {
+                    let listed =
+                        dpmaster.and_then(|id| reactor.udp_service::<Dpmaster>(id)).map(|m| m.listed(Instant::now()));
+                    let addrs: Vec<SocketAddr> = listed.unwrap_or_default().into_iter().map(|l| l.addr).collect();
+                    side.masters.sources(&addrs)
+                });
+                let sources = |p: &str, a: &str| index.as_ref().map_or_else(Default::default, |i| i.source(p, a));
+                let path = &request.path;
+                match api::route(monitor, &sources, own, joins, path, &param, request.header("last-event-id")) {
                     Routed::Response(mut r) => {
                         if request.path == "/metrics" {
                             // Leases run out on the clock, not only on requests to the masters.
@@ -1040,11 +1050,14 @@ impl MasterSide {
         self.serve(reactor, conn, served);
     }
 
-    /// An HTTP master's list (or its failure), mirrored.
-    fn mirror_http(&mut self, url: &str, outcome: &Fetched) {
+    /// An HTTP master's list (or its failure), mirrored with what it says of each entry.
+    fn mirror_http(&mut self, url: &str, outcome: Fetched) {
         match outcome {
-            Ok(entries) => self.masters.registry.listed(url, entries.iter().map(|e| (e.protocol, e.addr)), unix_now()),
-            Err(e) => self.masters.registry.failed(url, e, unix_now()),
+            Ok(entries) => {
+                let list = entries.into_iter().map(|e| (e.protocol, e.addr, e.listed));
+                self.masters.registry.listed(url, list, unix_now());
+            }
+            Err(e) => self.masters.registry.failed(url, &e, unix_now()),
         }
     }
 
@@ -1055,7 +1068,7 @@ impl MasterSide {
         match &r.outcome {
             Ok(a) => {
                 if let Some(list) = a.servers() {
-                    self.masters.registry.listed(name, list.iter().map(|s| (protocol.as_str(), *s)), unix_now());
+                    self.masters.registry.listed(name, list.iter().map(|s| (protocol.as_str(), *s, None)), unix_now());
                 }
             }
             Err(e) => self.masters.registry.failed(name, &e.to_string(), unix_now()),

@@ -15,7 +15,7 @@ use crate::support::plugins::real_plugin_dir;
 use crate::support::{free_port, Bzfs, TempDir, WAIT};
 
 /// One HTTP/1.1 request with `Connection: close`: status and body.
-fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let mut s = TcpStream::connect_timeout(&addr, WAIT).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(WAIT)).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -34,7 +34,7 @@ fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], bo
     (status, body)
 }
 
-fn list(addr: SocketAddr, form: &str) -> String {
+pub(crate) fn list(addr: SocketAddr, form: &str) -> String {
     let (status, body) =
         http(addr, "POST", "/db/", &[("Content-Type", "application/x-www-form-urlencoded")], form.as_bytes());
     assert_eq!(status, 200, "{body}");
@@ -42,14 +42,14 @@ fn list(addr: SocketAddr, form: &str) -> String {
 }
 
 /// `bzhead scan --master URL --master-protocol MP --protocol P --allow-private --json`: its results.
-fn scan_master(plugins: &TempDir, url: &str, master_protocol: &str, protocol: &str) -> Vec<Value> {
+pub(crate) fn scan_master(plugins: &TempDir, url: &str, master_protocol: &str, protocol: &str) -> Vec<Value> {
     let p = plugins.path().to_str().unwrap();
     let args =
         ["scan", "--plugin-dir", p, "--master", url, "--master-protocol", master_protocol, "--protocol", protocol];
     crate::monitor_masters::scan_json(&[&args[..], &["--allow-private", "--json"]].concat())
 }
 
-fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
