@@ -526,6 +526,9 @@ fn headless_chromium_shows_the_servers_as_text() {
     assert!(dom.contains("&lt;i&gt;tw07&lt;/i&gt; page"), "{dom}");
     assert!(!dom.contains("<i>tw07</i>"), "{dom}");
     assert!(dom.contains("2 of 2 servers"), "{dom}");
+    // Where they come from (no master lists them), and OpenArena's bot told apart.
+    assert!(dom.contains(">configured<"), "{dom}");
+    assert!(dom.contains("1/12 (1 bot)"), "{dom}");
 }
 
 #[test]
