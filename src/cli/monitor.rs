@@ -846,6 +846,35 @@ impl<'a> Running<'a> {
         }
     }
 
+    /// The Quake III servers mirrored from upstream masters go into the dpmaster master's lists, with what the
+    /// round's queries say of them (game, protocol number, game type, clients, slots; those that never answered are
+    /// left out: their game is not known).
+    fn mirror_to_dpmaster(&mut self) {
+        let Some(id) = self.dpmaster else { return };
+        let mut list = Vec::new();
+        for ((protocol, addr), _) in self.side.masters.registry.entries() {
+            if protocol != QUAKE3 {
+                continue;
+            }
+            let Some(s) = self.monitor.server(protocol, &addr.to_string()) else { continue };
+            let Ok(a) = s.last.outcome.as_ref() else { continue };
+            let field =
+                |k: &str| a.raw().get(k).or_else(|| a.rules().get(k)).and_then(|v| v.as_str().map(str::to_owned));
+            let Some(number) = field("protocol").and_then(|p| p.trim().parse::<i32>().ok()) else { continue };
+            list.push(dpmaster::Listed {
+                addr: *addr,
+                game: field("gamename").unwrap_or_else(|| "Quake3Arena".to_owned()),
+                protocol: number,
+                gametype: field("g_gametype").or_else(|| field("gametype")).unwrap_or_else(|| "0".to_owned()),
+                clients: a.players().and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+                max_clients: a.max_players().and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+            });
+        }
+        if let Some(m) = self.reactor.udp_service::<Dpmaster>(id) {
+            m.set_mirrored(list);
+        }
+    }
+
     /// The end of a round (its scan done, its lists in): its batch to the writer, its counts, the plugins back.
     fn end_round(&mut self) {
         let Some((id, began)) = self.round else { return };
@@ -854,6 +883,7 @@ impl<'a> Running<'a> {
         }
         self.take_results();
         let batch = self.monitor.end_round();
+        self.mirror_to_dpmaster();
         let events = batch.events.len();
         self.queue_batch(batch);
         let secs = began.elapsed().as_secs_f64();
