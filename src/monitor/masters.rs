@@ -277,6 +277,31 @@ mod tests {
     }
 
     #[test]
+    fn what_a_hostile_list_says_is_bounded() {
+        // A DDNet entry with a huge info and a thousand addresses: the info is left out, eight addresses kept.
+        let addrs: Vec<String> = (0..1000).map(|i| format!("tw-0.6+udp://192.0.2.1:{}", 1000 + i)).collect();
+        let big = serde_json::json!({"servers": [{"addresses": addrs,
+            "info": {"name": "x", "clients": vec![serde_json::json!({"name": "n".repeat(100)}); 500]}}]});
+        let e = parse_ddnet_json(&big.to_string()).unwrap();
+        let Some(Listed::Ddnet { addresses, info, info_bytes }) = &e[0].listed else { panic!() };
+        assert_eq!((addresses.len(), info.is_none(), *info_bytes), (MAX_DDNET_ADDRESSES, true, 0));
+        assert_eq!(e[0].title.as_deref(), Some("x"));
+        assert!(e[0].listed.as_ref().unwrap().bytes() < 1024);
+        // A BZFlag line with a long title and control characters: cut; a long host:port: skipped.
+        let hex = HEX;
+        let body = format!(
+            "a:1 {BZFLAG_VERSION} {hex} 192.0.2.7 {}\u{7}{}\n{}:5154 {BZFLAG_VERSION} {hex} 192.0.2.8 t\n",
+            "t".repeat(100),
+            "u".repeat(1000),
+            "h".repeat(MAX_NAMEPORT + 1)
+        );
+        let e = parse_bzflag_list(&body);
+        assert_eq!(e.len(), 1);
+        let Some(Listed::Bzflag { title, nameport, .. }) = &e[0].listed else { panic!() };
+        assert_eq!((title.chars().count(), title.contains('\u{7}'), nameport.as_str()), (MAX_TITLE, false, "a:1"));
+    }
+
+    #[test]
     fn ddnet_servers_json() {
         let body = r#"{"servers":[
             {"addresses":["tw-0.7+udp://192.0.2.1:8303","tw-0.6+udp://192.0.2.1:8303"],"location":"eu:de",
@@ -296,6 +321,11 @@ mod tests {
             ]
         );
         assert_eq!(e[0].title.as_deref(), Some("DDNet GER"));
+        // What the list says is kept: every address, the info as it is.
+        let Some(Listed::Ddnet { addresses, info: Some(info), info_bytes }) = &e[0].listed else { panic!("{e:?}") };
+        assert_eq!(addresses, &["tw-0.7+udp://192.0.2.1:8303", "tw-0.6+udp://192.0.2.1:8303"]);
+        assert_eq!((info["map"]["name"].as_str(), *info_bytes), (Some("Tutorial"), info.to_string().len()));
+        assert!(matches!(&e[2].listed, Some(Listed::Ddnet { info: None, info_bytes: 0, .. })));
         assert!(parse_ddnet_json("{\"servers\":5}").is_err());
         assert!(parse_ddnet_json("[").is_err());
     }
