@@ -709,15 +709,21 @@ impl<'a> Running<'a> {
             return;
         }
         let Some(p) = self.plugins.take() else { return };
-        // The servers registered with the dpmaster master are queried too (so they get history).
+        // The servers registered with the masters served here (dpmaster, the BZFlag list server, DDNet's) are
+        // queried too (so they get history, and the API says where they come from).
         let mut targets = std::borrow::Cow::Borrowed(&self.targets[..]);
+        let mut registered: Vec<(&'static str, SocketAddr)> = Vec::new();
         if let Some(m) = self.dpmaster.and_then(|id| self.reactor.udp_service::<Dpmaster>(id)) {
-            let listed = m.listed(now);
-            if !listed.is_empty() {
-                let known: std::collections::HashSet<SocketAddr> = self.targets.iter().map(|t| t.addr).collect();
-                let more = listed.into_iter().filter(|l| !known.contains(&l.addr)).map(|l| Target::new(QUAKE3, l.addr));
-                targets.to_mut().extend(more);
-            }
+            registered.extend(m.listed(now).into_iter().map(|l| (QUAKE3, l.addr)));
+        }
+        let masters = &self.side.masters;
+        registered.extend(masters.bzfls.entries().map(|e| (BZFLAG, e.addr)));
+        let ddnet = masters.ddnet.servers().filter_map(|s| s.addresses.first());
+        registered.extend(ddnet.map(|a| (a.proto.query_protocol(), a.addr)));
+        if !registered.is_empty() {
+            let known: std::collections::HashSet<SocketAddr> = self.targets.iter().map(|t| t.addr).collect();
+            let more = registered.into_iter().filter(|(_, a)| !known.contains(a)).map(|(p, a)| Target::new(p, a));
+            targets.to_mut().extend(more);
         }
         // The round's pace (round_rate) from its targets; retuned once masters expanded it (Running::repace).
         let cfg = self.scan_cfg.clone().at_rate(round_rate(targets.len() as u64, self.interval, self.rate));

@@ -21,7 +21,8 @@ fn api_server(m: &MonitorProc, protocol: &str, address: &str) -> Option<Value> {
 fn a_bzfs_registered_upstream_is_served_downstream_as_registered_and_kept_while_the_upstream_is_dead() {
     let plugins = real_plugin_dir();
     let dir = TempDir::new("master-federation-bzflag");
-    let a = MonitorProc::start(&dir.join("a.db"), &plugins, &["--allow-private".into()]);
+    let a =
+        MonitorProc::start(&dir.join("a.db"), &plugins, &["--allow-private".into(), "--interval".into(), "1".into()]);
     let a_url = format!("http://{}/db/", a.http);
     let port = free_port();
     let title = "bzhead federated bzfs";
@@ -84,10 +85,16 @@ fn a_bzfs_registered_upstream_is_served_downstream_as_registered_and_kept_while_
     assert_eq!((src["registered"].clone(), src["upstreams"][0]["name"].clone()), (Value::Null, a_url.clone().into()));
     assert_eq!(src["upstreams"][0]["stale"], false, "{s}");
     assert!(src["listed_first"].as_i64().is_some_and(|f| src["listed_last"].as_i64() >= Some(f)), "{s}");
-    // A's own API: registered there directly (A does not query it: it is no target of A's).
+    // A's own API: registered there directly (A's rounds query the servers registered with it).
     let masters = a.json("/api/masters");
     let direct = masters["servers"].as_array().unwrap().iter().find(|s| s["address"] == nameport.as_str()).cloned();
     assert_eq!(direct.map(|d| d["direct"].clone()), Some("bzflag-list".into()), "{masters}");
+    let s = wait_until("A queried it", WAIT * 2, || api_server(&a, "bzflag", &addr).filter(|s| s["up"] == true));
+    assert_eq!(
+        (s["source"]["registered"].clone(), s["source"]["upstreams"].clone()),
+        ("bzflag-list".into(), json!([]))
+    );
+    assert!(s["source"]["listed_first"].is_i64(), "{s}");
 
     // A dies: B keeps serving the server, and says its upstream is stale.
     drop(a);
