@@ -935,6 +935,12 @@ fn serve_http(
         match ev {
             HttpEvent::Request { conn, request, .. } => {
                 if Masters::serves(&request.path) {
+                    if request.path == "/api/masters" {
+                        let listed = dpmaster
+                            .and_then(|id| reactor.udp_service::<Dpmaster>(id))
+                            .map(|m| m.listed(Instant::now()));
+                        side.masters.dpmaster_listed = listed.unwrap_or_default();
+                    }
                     side.request(reactor, conn, &request, monitor);
                     continue;
                 }

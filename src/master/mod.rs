@@ -64,6 +64,9 @@ pub struct Masters {
     pub verified: HashMap<SocketAddr, i64>,
     /// Challenge datagrams that could not be sent.
     pub challenges_unsent: u64,
+    /// The servers the dpmaster master lists, as of the command's last look (it sets them before `/api/masters`
+    /// is answered: the dpmaster master lives on the reactor's UDP services).
+    pub dpmaster_listed: Vec<dpmaster::Listed>,
 }
 
 /// The servers registered here, indexed for [`SourceIndex::source`] ([`Masters::sources`]).
@@ -123,6 +126,7 @@ impl Masters {
             registry: registry::Registry::new(),
             verified: HashMap::new(),
             challenges_unsent: 0,
+            dpmaster_listed: Vec::new(),
         }
     }
 
@@ -274,6 +278,18 @@ impl Masters {
                 "first_seen": s.first_seen, "last_seen": last_seen, "last_ok": last_ok,
                 "last_verified_join": Value::Null,
                 "players": players, "spectators": spectators, "bots": Value::Null,
+            }));
+        }
+        for l in &self.dpmaster_listed {
+            direct_dd.insert(("quake3", l.addr));
+            let (last_ok, humans, bots) = monitored("quake3", l.addr);
+            let (ups, stale) = self.upstream_names("quake3", l.addr);
+            let name = monitor.server("quake3", &l.addr.to_string()).and_then(|s| s.row.name.clone());
+            servers.push(json!({
+                "protocol": "quake3", "address": l.addr.to_string(), "name": name,
+                "direct": "dpmaster", "upstreams": ups, "upstreams_stale": stale,
+                "first_seen": Value::Null, "last_seen": Value::Null, "last_ok": last_ok,
+                "last_verified_join": Value::Null, "players": humans, "bots": bots,
             }));
         }
         let mut mirrored: Vec<_> = self

@@ -271,6 +271,15 @@ fn openarena_registers_is_listed_by_qstat_and_scan_and_drops_off_after_its_lease
     // Registered with the upstream, not with the downstream; the upstream says so.
     let (_, body) = crate::monitor::http_get(m.http, "/api/servers", &[]);
     assert!(body.contains("\"registered\":\"dpmaster\""), "{body}");
+    let (_, body) = crate::monitor::http_get(m.http, "/api/masters", &[]);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    crate::schemas::Schema::load("monitor-api").check(&v);
+    let e = v["servers"].as_array().unwrap().iter().find(|s| s["address"] == addr).cloned().unwrap_or_default();
+    assert_eq!(
+        (e["direct"].clone(), e["bots"].clone(), e["players"].clone()),
+        ("dpmaster".into(), 1.into(), 0.into()),
+        "{v}"
+    );
 
     // Stopped, it stays listed until its lease ends (it sends no more heartbeats), then drops off.
     drop(oa);
