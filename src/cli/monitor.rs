@@ -579,7 +579,7 @@ impl<'a> Running<'a> {
             }
             if self.listener.is_some() {
                 let m = (&self.monitor, &self.own, join_view.as_slice());
-                serve_http(&mut self.reactor, m, &mut self.side, &mut self.streams);
+                serve_http(&mut self.reactor, m, &mut self.side, self.dpmaster, &mut self.streams);
             }
             if self.a.rounds.is_some_and(|n| self.own.rounds >= n) && self.round.is_none() {
                 break;
@@ -655,10 +655,10 @@ impl<'a> Running<'a> {
             } else if let Some(i) = self.fetch_jobs.iter().position(|(j, ..)| *j == id) {
                 let (_, round, which) = self.fetch_jobs.swap_remove(i);
                 let outcome = result.downcast::<Fetched>().map_or_else(|_| Err("the fetch failed".to_owned()), |b| *b);
+                self.take_list(round, &outcome);
                 if let Some((_, url)) = self.http_masters.get(which) {
-                    self.side.mirror_http(url, &outcome);
+                    self.side.mirror_http(url, outcome);
                 }
-                self.take_list(round, outcome);
             } else {
                 self.side.job_done(&mut self.reactor, id, result);
             }
@@ -709,15 +709,21 @@ impl<'a> Running<'a> {
             return;
         }
         let Some(p) = self.plugins.take() else { return };
-        // The servers registered with the dpmaster master are queried too (so they get history).
+        // The servers registered with the masters served here (dpmaster, the BZFlag list server, DDNet's) are
+        // queried too (so they get history, and the API says where they come from).
         let mut targets = std::borrow::Cow::Borrowed(&self.targets[..]);
+        let mut registered: Vec<(&'static str, SocketAddr)> = Vec::new();
         if let Some(m) = self.dpmaster.and_then(|id| self.reactor.udp_service::<Dpmaster>(id)) {
-            let listed = m.listed(now);
-            if !listed.is_empty() {
-                let known: std::collections::HashSet<SocketAddr> = self.targets.iter().map(|t| t.addr).collect();
-                let more = listed.into_iter().filter(|l| !known.contains(&l.addr)).map(|l| Target::new(QUAKE3, l.addr));
-                targets.to_mut().extend(more);
-            }
+            registered.extend(m.listed(now).into_iter().map(|l| (QUAKE3, l.addr)));
+        }
+        let masters = &self.side.masters;
+        registered.extend(masters.bzfls.entries().map(|e| (BZFLAG, e.addr)));
+        let ddnet = masters.ddnet.servers().filter_map(|s| s.addresses.first());
+        registered.extend(ddnet.map(|a| (a.proto.query_protocol(), a.addr)));
+        if !registered.is_empty() {
+            let known: std::collections::HashSet<SocketAddr> = self.targets.iter().map(|t| t.addr).collect();
+            let more = registered.into_iter().filter(|(_, a)| !known.contains(a)).map(|(p, a)| Target::new(p, a));
+            targets.to_mut().extend(more);
         }
         // The round's pace (round_rate) from its targets; retuned once masters expanded it (Running::repace).
         let cfg = self.scan_cfg.clone().at_rate(round_rate(targets.len() as u64, self.interval, self.rate));
@@ -820,7 +826,7 @@ impl<'a> Running<'a> {
     }
 
     /// A list fetched for `round`: its entries join the round's scan.
-    fn take_list(&mut self, round: u64, outcome: Fetched) {
+    fn take_list(&mut self, round: u64, outcome: &Fetched) {
         if round != self.monitor.round() || self.round.is_none() {
             return; // a late answer for an earlier round
         }
@@ -846,6 +852,35 @@ impl<'a> Running<'a> {
         }
     }
 
+    /// The Quake III servers mirrored from upstream masters go into the dpmaster master's lists, with what the
+    /// round's queries say of them (game, protocol number, game type, clients, slots; those that never answered are
+    /// left out: their game is not known).
+    fn mirror_to_dpmaster(&mut self) {
+        let Some(id) = self.dpmaster else { return };
+        let mut list = Vec::new();
+        for ((protocol, addr), _) in self.side.masters.registry.entries() {
+            if protocol != QUAKE3 {
+                continue;
+            }
+            let Some(s) = self.monitor.server(protocol, &addr.to_string()) else { continue };
+            let Ok(a) = s.last.outcome.as_ref() else { continue };
+            let field =
+                |k: &str| a.raw().get(k).or_else(|| a.rules().get(k)).and_then(|v| v.as_str().map(str::to_owned));
+            let Some(number) = field("protocol").and_then(|p| p.trim().parse::<i32>().ok()) else { continue };
+            list.push(dpmaster::Listed {
+                addr: *addr,
+                game: field("gamename").unwrap_or_else(|| "Quake3Arena".to_owned()),
+                protocol: number,
+                gametype: field("g_gametype").or_else(|| field("gametype")).unwrap_or_else(|| "0".to_owned()),
+                clients: a.players().and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+                max_clients: a.max_players().and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+            });
+        }
+        if let Some(m) = self.reactor.udp_service::<Dpmaster>(id) {
+            m.set_mirrored(list);
+        }
+    }
+
     /// The end of a round (its scan done, its lists in): its batch to the writer, its counts, the plugins back.
     fn end_round(&mut self) {
         let Some((id, began)) = self.round else { return };
@@ -854,6 +889,7 @@ impl<'a> Running<'a> {
         }
         self.take_results();
         let batch = self.monitor.end_round();
+        self.mirror_to_dpmaster();
         let events = batch.events.len();
         self.queue_batch(batch);
         let secs = began.elapsed().as_secs_f64();
@@ -892,17 +928,33 @@ fn serve_http(
     reactor: &mut Reactor,
     (monitor, own, joins): MonitorView,
     side: &mut MasterSide,
+    dpmaster: Option<UdpServiceId>,
     streams: &mut Vec<(HttpConnId, u64)>,
 ) {
     while let Some(ev) = reactor.poll_http_event() {
         match ev {
             HttpEvent::Request { conn, request, .. } => {
                 if Masters::serves(&request.path) {
+                    if request.path == "/api/masters" {
+                        let listed = dpmaster
+                            .and_then(|id| reactor.udp_service::<Dpmaster>(id))
+                            .map(|m| m.listed(Instant::now()));
+                        side.masters.dpmaster_listed = listed.unwrap_or_default();
+                    }
                     side.request(reactor, conn, &request, monitor);
                     continue;
                 }
                 let param = |k: &str| request.query_param(k);
-                match api::route(monitor, own, joins, &request.path, &param, request.header("last-event-id")) {
+                // Where servers come from: only the server routes ask (the index costs a pass over the masters).
+                let index = request.path.starts_with("/api/servers").then(|| {
+                    let listed =
+                        dpmaster.and_then(|id| reactor.udp_service::<Dpmaster>(id)).map(|m| m.listed(Instant::now()));
+                    let addrs: Vec<SocketAddr> = listed.unwrap_or_default().into_iter().map(|l| l.addr).collect();
+                    side.masters.sources(&addrs)
+                });
+                let sources = |p: &str, a: &str| index.as_ref().map_or_else(Default::default, |i| i.source(p, a));
+                let path = &request.path;
+                match api::route(monitor, &sources, own, joins, path, &param, request.header("last-event-id")) {
                     Routed::Response(mut r) => {
                         if request.path == "/metrics" {
                             // Leases run out on the clock, not only on requests to the masters.
@@ -1040,11 +1092,14 @@ impl MasterSide {
         self.serve(reactor, conn, served);
     }
 
-    /// An HTTP master's list (or its failure), mirrored.
-    fn mirror_http(&mut self, url: &str, outcome: &Fetched) {
+    /// An HTTP master's list (or its failure), mirrored with what it says of each entry.
+    fn mirror_http(&mut self, url: &str, outcome: Fetched) {
         match outcome {
-            Ok(entries) => self.masters.registry.listed(url, entries.iter().map(|e| (e.protocol, e.addr)), unix_now()),
-            Err(e) => self.masters.registry.failed(url, e, unix_now()),
+            Ok(entries) => {
+                let list = entries.into_iter().map(|e| (e.protocol, e.addr, e.listed));
+                self.masters.registry.listed(url, list, unix_now());
+            }
+            Err(e) => self.masters.registry.failed(url, &e, unix_now()),
         }
     }
 
@@ -1055,7 +1110,7 @@ impl MasterSide {
         match &r.outcome {
             Ok(a) => {
                 if let Some(list) = a.servers() {
-                    self.masters.registry.listed(name, list.iter().map(|s| (protocol.as_str(), *s)), unix_now());
+                    self.masters.registry.listed(name, list.iter().map(|s| (protocol.as_str(), *s, None)), unix_now());
                 }
             }
             Err(e) => self.masters.registry.failed(name, &e.to_string(), unix_now()),

@@ -8,7 +8,9 @@
 //!   command runs [`connect_back`] on the reactor's worker and hands the outcome to [`ListServer::checked`]).
 //! * `action=REMOVE` (`nameport`): from the address that added it.
 //! * `action=LIST` (optional `version=`, `listformat=json`): plain text, one server per line
-//!   `nameport version gameinfo ipaddr title`, or `{"fields":[...],"servers":[[...]]}`.
+//!   `nameport version gameinfo ipaddr title`, or `{"fields":[...],"servers":[[...]]}`: the servers added here and
+//!   the ones mirrored from the upstream list servers (given by the caller, [`ListServer::handle`]'s `mirrored`),
+//!   one line each in the same shape, a server added here taking the place of its mirrored line.
 //!
 //! An entry not added again within [`LEASE`] (1,830 s, as bzfls) is dropped by [`ListServer::expire`].
 //! Bounds: [`MAX_ENTRIES`] entries, [`MAX_PER_ADDRESS`] per address, [`MAX_CHECKS`] checks at once, fields
@@ -142,12 +144,19 @@ impl ListServer {
         self.checks
     }
 
-    /// A request: `field` reads a form field (body or query), `source` is the peer's address.
-    pub fn handle(&mut self, field: &dyn Fn(&str) -> Option<String>, source: IpAddr, now: i64) -> Answer {
+    /// A request: `field` reads a form field (body or query), `source` is the peer's address; `mirrored` gives the
+    /// servers mirrored from upstream list servers (asked for by `LIST` only).
+    pub fn handle(
+        &mut self,
+        field: &dyn Fn(&str) -> Option<String>,
+        source: IpAddr,
+        now: i64,
+        mirrored: &dyn Fn() -> Vec<Listing>,
+    ) -> Answer {
         match field("action").unwrap_or_default().to_ascii_uppercase().as_str() {
             "ADD" => self.add(field, source, now),
             "REMOVE" => self.remove(field, source),
-            "LIST" | "" => self.list(field),
+            "LIST" | "" => self.list(field, &mirrored()),
             a => text(400, format!("ERROR: unknown action {:?}\n", a.chars().take(32).collect::<String>())),
         }
     }
@@ -260,14 +269,21 @@ impl ListServer {
         self.counts.expired += (before - self.entries.len()) as u64;
     }
 
-    /// `LIST`: the entries (of `version=` when given), plain or JSON (`listformat=json`), then `extra` lines (the
-    /// federated entries, already in the line shape) after the direct ones.
-    fn list(&mut self, field: &dyn Fn(&str) -> Option<String>) -> Answer {
+    /// `LIST`: the entries added here and the `mirrored` ones not added here (by `nameport` and by address), of
+    /// `version=` when given, sorted by `nameport`, plain or JSON (`listformat=json`).
+    fn list(&mut self, field: &dyn Fn(&str) -> Option<String>, mirrored: &[Listing]) -> Answer {
         self.counts.lists += 1;
         let version = field("version").filter(|v| !v.is_empty());
         let json = field("listformat").is_some_and(|f| f.eq_ignore_ascii_case("json"));
-        let mut rows: Vec<&Listing> =
-            self.entries.values().filter(|e| version.as_deref().is_none_or(|v| v == e.version)).collect();
+        let direct: std::collections::HashSet<SocketAddr> = self.entries.values().map(|e| e.addr).collect();
+        let mirrored =
+            mirrored.iter().filter(|m| !direct.contains(&m.addr) && !self.entries.contains_key(&key(&m.nameport)));
+        let mut rows: Vec<&Listing> = self
+            .entries
+            .values()
+            .chain(mirrored)
+            .filter(|e| version.as_deref().is_none_or(|v| v == e.version))
+            .collect();
         rows.sort_by(|a, b| a.nameport.cmp(&b.nameport));
         if json {
             let servers: Vec<_> = rows
@@ -324,13 +340,15 @@ mod tests {
     fn add_check_list_remove_expire() {
         let src: IpAddr = "93.184.216.5".parse().unwrap();
         let mut l = ListServer::new(false);
-        let Answer::Check(c) = l.handle(&form(ADD), src, 100) else { panic!("no check") };
+        let Answer::Check(c) = l.handle(&form(ADD), src, 100, &Vec::new) else { panic!("no check") };
         assert_eq!(l.checks_running(), 1);
         let a = l.checked(c, Ok("93.184.216.5:5154".parse().unwrap()), 101);
         assert!(matches!(a, Answer::Now(200, _, ref b) if b.starts_with("MSG: ADD")));
-        let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST")]), src, 102) else { panic!() };
+        let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST")]), src, 102, &Vec::new) else { panic!() };
         assert_eq!(body, "93.184.216.5:5154 BZFS0221 0001007a0003 93.184.216.5 atitle\n");
-        let Answer::Now(_, ct, body) = l.handle(&form(&[("action", "LIST"), ("listformat", "json")]), src, 102) else {
+        let Answer::Now(_, ct, body) =
+            l.handle(&form(&[("action", "LIST"), ("listformat", "json")]), src, 102, &Vec::new)
+        else {
             panic!()
         };
         assert_eq!(ct, "application/json");
@@ -338,19 +356,21 @@ mod tests {
         assert_eq!(v["servers"][0][0], "93.184.216.5:5154");
         assert_eq!(v["fields"][2], "hexcode");
         // Another version is not listed.
-        let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST"), ("version", "BZFS0026")]), src, 102) else {
+        let Answer::Now(_, _, body) =
+            l.handle(&form(&[("action", "LIST"), ("version", "BZFS0026")]), src, 102, &Vec::new)
+        else {
             panic!()
         };
         assert!(body.is_empty());
         // REMOVE from another address is refused.
         let other: IpAddr = "1.1.1.1".parse().unwrap();
         let rm = form(&[("action", "REMOVE"), ("nameport", "93.184.216.5:5154")]);
-        let _ = l.handle(&rm, other, 103);
+        let _ = l.handle(&rm, other, 103, &Vec::new);
         assert_eq!(l.entries().count(), 1);
-        let _ = l.handle(&rm, src, 103);
+        let _ = l.handle(&rm, src, 103, &Vec::new);
         assert_eq!((l.entries().count(), l.counts().removed), (0, 1));
         // Expiry after the lease.
-        let Answer::Check(c) = l.handle(&form(ADD), src, 200) else { panic!() };
+        let Answer::Check(c) = l.handle(&form(ADD), src, 200, &Vec::new) else { panic!() };
         let _ = l.checked(c, Ok("93.184.216.5:5154".parse().unwrap()), 200);
         l.expire(200 + LEASE);
         assert_eq!(l.entries().count(), 1);
@@ -359,25 +379,62 @@ mod tests {
     }
 
     #[test]
+    fn mirrored_servers_are_listed_as_added_ones_and_an_added_one_wins() {
+        let src: IpAddr = "93.184.216.5".parse().unwrap();
+        let mut l = ListServer::new(false);
+        let Answer::Check(c) = l.handle(&form(ADD), src, 100, &Vec::new) else { panic!() };
+        let _ = l.checked(c, Ok("93.184.216.5:5154".parse().unwrap()), 100);
+        let mirror = |nameport: &str, addr: &str, title: &str| Listing {
+            nameport: nameport.into(),
+            addr: addr.parse().unwrap(),
+            version: "BZFS0221".into(),
+            gameinfo: "0002".into(),
+            build: String::new(),
+            title: title.into(),
+            first_seen: 50,
+            last_seen: 90,
+        };
+        let mirrored = || {
+            vec![
+                mirror("bz.example.org:5155", "192.0.2.7:5155", "far away"),
+                mirror("93.184.216.5:5154", "93.184.216.5:5154", "the upstream's line"),
+            ]
+        };
+        let Answer::Now(_, _, body) = l.handle(&form(&[("action", "LIST")]), src, 101, &mirrored) else { panic!() };
+        assert_eq!(
+            body,
+            "93.184.216.5:5154 BZFS0221 0001007a0003 93.184.216.5 atitle\n\
+             bz.example.org:5155 BZFS0221 0002 192.0.2.7 far away\n"
+        );
+        let json = form(&[("action", "LIST"), ("listformat", "json")]);
+        let Answer::Now(_, _, body) = l.handle(&json, src, 101, &mirrored) else { panic!() };
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            v["servers"][1],
+            serde_json::json!(["bz.example.org:5155", "BZFS0221", "0002", "192.0.2.7", "far away", "", ""])
+        );
+    }
+
+    #[test]
     fn hostile_adds_are_refused() {
         let mut l = ListServer::new(false);
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
-        assert!(matches!(l.handle(&form(ADD), lo, 1), Answer::Now(200, _, ref b) if b.starts_with("ERROR")));
+        assert!(matches!(l.handle(&form(ADD), lo, 1, &Vec::new), Answer::Now(200, _, ref b) if b.starts_with("ERROR")));
         let src: IpAddr = "93.184.216.5".parse().unwrap();
         // A failed check, and a check that reached another address than the requester's.
-        let Answer::Check(c) = l.handle(&form(ADD), src, 1) else { panic!() };
+        let Answer::Check(c) = l.handle(&form(ADD), src, 1, &Vec::new) else { panic!() };
         let _ = l.checked(c, Err("refused".into()), 1);
-        let Answer::Check(c) = l.handle(&form(ADD), src, 1) else { panic!() };
+        let Answer::Check(c) = l.handle(&form(ADD), src, 1, &Vec::new) else { panic!() };
         let _ = l.checked(c, Ok("1.1.1.1:5154".parse().unwrap()), 1);
         assert_eq!(l.entries().count(), 0);
         assert_eq!((l.counts().refused, l.counts().checks_failed), (3, 1));
         // Checks are capped.
         for _ in 0..MAX_CHECKS {
-            assert!(matches!(l.handle(&form(ADD), src, 1), Answer::Check(_)));
+            assert!(matches!(l.handle(&form(ADD), src, 1, &Vec::new), Answer::Check(_)));
         }
-        assert!(matches!(l.handle(&form(ADD), src, 1), Answer::Now(_, _, ref b) if b.contains("busy")));
+        assert!(matches!(l.handle(&form(ADD), src, 1, &Vec::new), Answer::Now(_, _, ref b) if b.contains("busy")));
         let bad = form(&[("action", "ADD"), ("nameport", "x:0"), ("version", "V"), ("gameinfo", "zz")]);
-        assert!(matches!(l.handle(&bad, src, 1), Answer::Now(_, _, ref b) if b.starts_with("ERROR")));
+        assert!(matches!(l.handle(&bad, src, 1, &Vec::new), Answer::Now(_, _, ref b) if b.starts_with("ERROR")));
     }
 
     #[test]
@@ -393,7 +450,7 @@ mod tests {
                 "gameinfo" => Some("00".to_owned()),
                 _ => None,
             };
-            if let Answer::Check(c) = l.handle(&f, src, 1) {
+            if let Answer::Check(c) = l.handle(&f, src, 1, &Vec::new) {
                 let _ = l.checked(c, Ok(SocketAddr::new(src, port)), 1);
             }
         }

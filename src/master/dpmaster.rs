@@ -377,6 +377,8 @@ pub struct Dpmaster {
     counters: Counters,
     /// Servers with a listing (the others are pending).
     listed: usize,
+    /// Servers mirrored from upstream masters ([`Dpmaster::set_mirrored`]).
+    mirrored: Vec<Listed>,
 }
 
 /// Where a request's replies go: the socket it came to and its source as it came.
@@ -430,6 +432,7 @@ impl Dpmaster {
             out: VecDeque::new(),
             counters: Counters::default(),
             listed: 0,
+            mirrored: Vec::new(),
         }
     }
 
@@ -456,6 +459,16 @@ impl Dpmaster {
                 })
             })
             .collect()
+    }
+
+    /// The servers mirrored from upstream masters (the monitor's `[[master]]` sources, with what its queries say of
+    /// them), listed in the replies after the registered ones under the same filters; a server registered here is
+    /// listed once, with its own listing. Replaced as a whole; at most [`Config::max_servers`] kept. A mirrored server
+    /// of a game with a heartbeat tag ([`Game::heartbeat`]) names the game of an anonymous request as a registered
+    /// one does.
+    pub fn set_mirrored(&mut self, mut list: Vec<Listed>) {
+        list.truncate(self.cfg.max_servers);
+        self.mirrored = list;
     }
 
     /// A datagram from `from` on the service's socket `socket` (replies go out on the same socket).
@@ -739,6 +752,12 @@ impl Dpmaster {
             if ext { b"\xff\xff\xff\xffgetserversExtResponse" } else { b"\xff\xff\xff\xffgetserversResponse" };
         let mut packet = Vec::with_capacity(MAX_DATAGRAM_OUT);
         packet.extend_from_slice(header);
+        let wanted = |game: Option<&str>, l_game: &str, clients: u32, max_clients: u32, l_gametype: &str| {
+            game == Some(l_game)
+                && (empty || clients != 0)
+                && (full || clients < max_clients)
+                && gametype.is_none_or(|t| t == l_gametype)
+        };
         for (addr, s) in &self.servers {
             let Some(l) = &s.listing else { continue };
             if s.expires <= now || l.protocol != protocol {
@@ -752,34 +771,27 @@ impl Dpmaster {
                 }
                 game = Some(l.game.to_string());
             }
-            if game.as_deref() != Some(&*l.game)
-                || (!empty && l.clients == 0)
-                || (!full && l.clients >= l.max_clients)
-                || gametype.is_some_and(|t| t != &*l.gametype)
-            {
+            if !wanted(game.as_deref(), &l.game, l.clients, l.max_clients, &l.gametype) {
                 continue;
             }
-            let size = match addr.ip() {
-                IpAddr::V4(_) if v4 => 7,
-                IpAddr::V6(_) if v6 && ext => 19,
-                _ => continue,
-            };
-            if packet.len() + size > MAX_DATAGRAM_OUT {
-                let full_packet = std::mem::replace(&mut packet, Vec::with_capacity(MAX_DATAGRAM_OUT));
-                self.out.push_back(reply.with(full_packet));
-                packet.extend_from_slice(header);
+            pack(&mut self.out, reply, header, &mut packet, *addr, v4, v6 && ext);
+        }
+        for m in &self.mirrored {
+            if m.protocol != protocol || self.servers.get(&m.addr).is_some_and(|s| s.listing.is_some()) {
+                continue;
             }
-            match addr.ip() {
-                IpAddr::V4(ip) => {
-                    packet.push(b'\\');
-                    packet.extend_from_slice(&ip.octets());
+            if game.is_none() {
+                // As an anonymous registered server: a game known by its heartbeat tag.
+                let heartbeat = self.cfg.games.iter().any(|g| g.name == m.game && g.heartbeat.is_some());
+                if !heartbeat || !self.cfg.policy.accepts(&m.game) {
+                    continue;
                 }
-                IpAddr::V6(ip) => {
-                    packet.push(b'/');
-                    packet.extend_from_slice(&ip.octets());
-                }
+                game = Some(m.game.clone());
             }
-            packet.extend_from_slice(&addr.port().to_be_bytes());
+            if !wanted(game.as_deref(), &m.game, m.clients, m.max_clients, &m.gametype) {
+                continue;
+            }
+            pack(&mut self.out, reply, header, &mut packet, m.addr, v4, v6 && ext);
         }
         if packet.len() + EOT.len() > MAX_DATAGRAM_OUT {
             let full_packet = std::mem::replace(&mut packet, Vec::with_capacity(64));
@@ -790,6 +802,40 @@ impl Dpmaster {
         self.out.push_back(reply.with(packet));
         self.counters.list_requests += 1;
     }
+}
+
+/// Adds `addr` to a reply (`\` + IPv4 + port when `v4`, `/` + IPv6 + port when `v6`), queueing the datagram and
+/// starting the next one when it would pass [`MAX_DATAGRAM_OUT`].
+fn pack(
+    out: &mut VecDeque<UdpTransmit>,
+    reply: Reply,
+    header: &[u8],
+    packet: &mut Vec<u8>,
+    addr: SocketAddr,
+    v4: bool,
+    v6: bool,
+) {
+    let size = match addr.ip() {
+        IpAddr::V4(_) if v4 => 7,
+        IpAddr::V6(_) if v6 => 19,
+        _ => return,
+    };
+    if packet.len() + size > MAX_DATAGRAM_OUT {
+        let full_packet = std::mem::replace(packet, Vec::with_capacity(MAX_DATAGRAM_OUT));
+        out.push_back(reply.with(full_packet));
+        packet.extend_from_slice(header);
+    }
+    match addr.ip() {
+        IpAddr::V4(ip) => {
+            packet.push(b'\\');
+            packet.extend_from_slice(&ip.octets());
+        }
+        IpAddr::V6(ip) => {
+            packet.push(b'/');
+            packet.extend_from_slice(&ip.octets());
+        }
+    }
+    packet.extend_from_slice(&addr.port().to_be_bytes());
 }
 
 impl UdpService for Dpmaster {

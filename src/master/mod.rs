@@ -27,11 +27,14 @@ pub const MAX_BODY: usize = 32 * 1024;
 /// The HTTP routes that take a body (see [`crate::http::Limits::body_routes`]).
 pub const BODY_ROUTES: &[&str] = &["/db", "/ddnet/15/register"];
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use serde_json::{json, Value};
 
 use crate::http::Request;
+use crate::monitor::api::{Source, SourceUpstream};
+use crate::monitor::state::humans_and_bots;
 use crate::monitor::Monitor;
 
 /// The paths the masters answer (besides the monitor's own).
@@ -58,9 +61,52 @@ pub struct Masters {
     /// The upstream mirror.
     pub registry: registry::Registry,
     /// Unix seconds of the last verified join of a BZFlag server (`verify_join`), by address.
-    pub verified: std::collections::HashMap<SocketAddr, i64>,
+    pub verified: HashMap<SocketAddr, i64>,
     /// Challenge datagrams that could not be sent.
     pub challenges_unsent: u64,
+    /// The servers the dpmaster master lists, as of the command's last look (it sets them before `/api/masters`
+    /// is answered: the dpmaster master lives on the reactor's UDP services).
+    pub dpmaster_listed: Vec<dpmaster::Listed>,
+}
+
+/// The servers registered here, indexed for [`SourceIndex::source`] ([`Masters::sources`]).
+pub struct SourceIndex<'a> {
+    masters: &'a Masters,
+    direct: HashMap<(&'static str, SocketAddr), Registered>,
+}
+
+/// (Keyed by query protocol and address) the master a server registered with, and when it was first and last
+/// registered.
+type Registered = (&'static str, Option<(i64, i64)>);
+
+impl SourceIndex<'_> {
+    /// Where the server of `protocol` at `address` comes from.
+    pub fn source(&self, protocol: &str, address: &str) -> Source {
+        let Ok(addr) = address.parse::<SocketAddr>() else { return Source::default() };
+        let mut out = Source { last_verified_join: self.masters.verified.get(&addr).copied(), ..Source::default() };
+        let mut span: Option<(i64, i64)> = None;
+        let mut widen = |first: i64, last: i64| {
+            span = Some(span.map_or((first, last), |(f, l)| (f.min(first), l.max(last))));
+        };
+        if let Some((master, times)) = self.direct.get(&(protocol, addr)) {
+            out.registered = Some(master);
+            if let Some((f, l)) = times {
+                widen(*f, *l);
+            }
+        }
+        let registry = &self.masters.registry;
+        if let Some(p) = registry.provenance(protocol, addr) {
+            out.upstreams = p
+                .upstreams
+                .iter()
+                .filter_map(|i| registry.upstreams().get(*i))
+                .map(|u| SourceUpstream { name: u.name.clone(), stale: u.stale, last_ok: u.last_ok })
+                .collect();
+            widen(p.first_seen, p.last_seen);
+        }
+        (out.listed_first, out.listed_last) = (span.map(|s| s.0), span.map(|s| s.1));
+        out
+    }
 }
 
 /// Players and observers in a BZFlag `gameinfo` (the hex of the ping packet: team counts at bytes 17..=27; the
@@ -78,8 +124,9 @@ impl Masters {
             bzfls: bzfls::ListServer::new(allow_private),
             ddnet: ddnet::DdnetMaster::new(allow_private, now),
             registry: registry::Registry::new(),
-            verified: std::collections::HashMap::new(),
+            verified: HashMap::new(),
             challenges_unsent: 0,
+            dpmaster_listed: Vec::new(),
         }
     }
 
@@ -99,10 +146,12 @@ impl Masters {
     pub fn handle(&mut self, req: &Request, source: IpAddr, now: i64, monitor: &Monitor) -> Served {
         self.tick(now);
         match req.path.as_str() {
-            "/db" | "/db/" => match self.bzfls.handle(&|k| req.form_param(k), source, now) {
-                bzfls::Answer::Now(status, ct, body) => Served::Response(status, ct, body),
-                bzfls::Answer::Check(c) => Served::Check(c),
-            },
+            "/db" | "/db/" => {
+                match self.bzfls.handle(&|k| req.form_param(k), source, now, &|| self.registry.bzflag_listings()) {
+                    bzfls::Answer::Now(status, ct, body) => Served::Response(status, ct, body),
+                    bzfls::Answer::Check(c) => Served::Check(c),
+                }
+            }
             "/ddnet/15/register" => {
                 if req.method != crate::http::Method::Post {
                     return Served::Response(405, "application/json", r#"{"status":"error"}"#.into());
@@ -129,19 +178,24 @@ impl Masters {
         }
     }
 
-    /// Mirrored Teeworlds/DDNet entries not registered directly, in `servers.json`'s shape, with the info the
-    /// monitor's last answer gives (entries it never got an answer from are left out: a client cannot show them).
+    /// Mirrored Teeworlds/DDNet entries not registered directly, in `servers.json`'s shape: with the addresses and
+    /// the info their upstream's `servers.json` gave, else (an entry of a UDP master) with the info the monitor's
+    /// last answer gives (entries it never got an answer from are then left out: a client cannot show them).
     fn federated_ddnet(&self, monitor: &Monitor) -> Vec<Value> {
         let direct: std::collections::HashSet<SocketAddr> =
             self.ddnet.servers().flat_map(|s| s.addresses.iter().map(|a| a.addr)).collect();
         let mut out = Vec::new();
-        for ((protocol, addr), _) in self.registry.entries() {
+        for ((protocol, addr), p) in self.registry.entries() {
             let scheme = match protocol.as_str() {
                 "teeworlds" => ddnet::Proto::V6,
                 "teeworlds7" => ddnet::Proto::V7,
                 _ => continue,
             };
             if direct.contains(addr) {
+                continue;
+            }
+            if let Some((_, registry::Listed::Ddnet { addresses, info: Some(info), .. })) = &p.listed {
+                out.push(json!({"addresses": addresses, "info": info}));
                 continue;
             }
             let Some(s) = monitor.server(protocol, &addr.to_string()).filter(|s| s.row.last_ok > 0) else { continue };
@@ -163,13 +217,35 @@ impl Masters {
         out
     }
 
+    /// Where the monitor's servers come from ([`crate::monitor::api::Source`]), for one request: the servers
+    /// registered here indexed once (`dpmaster`: the addresses the dpmaster master lists now), the mirror looked up
+    /// per server.
+    pub fn sources(&self, dpmaster: &[SocketAddr]) -> SourceIndex<'_> {
+        let mut direct = HashMap::new();
+        for e in self.bzfls.entries() {
+            direct.insert((crate::query::BZFLAG, e.addr), ("bzflag-list", Some((e.first_seen, e.last_seen))));
+        }
+        for s in self.ddnet.servers() {
+            let last = s.addresses.iter().filter_map(|a| self.ddnet.last_register(a)).max();
+            for a in &s.addresses {
+                direct.insert((a.proto.query_protocol(), a.addr), ("ddnet-http", last.map(|l| (s.first_seen, l))));
+            }
+        }
+        for a in dpmaster {
+            direct.entry(("quake3", *a)).or_insert(("dpmaster", None));
+        }
+        SourceIndex { masters: self, direct }
+    }
+
     /// `GET /api/masters`: the upstreams, every listed server with its provenance, and the counts.
     pub fn view(&self, monitor: &Monitor, now: i64) -> Value {
         let mut servers: Vec<Value> = Vec::new();
         let monitored = |protocol: &str, addr: SocketAddr| {
             let s = monitor.server(protocol, &addr.to_string());
-            let bots = s.and_then(|s| s.last.outcome.as_ref().ok().and_then(|a| a.bots()));
-            (s.map(|s| s.row.last_ok).filter(|t| *t > 0), s.and_then(|s| s.row.players), bots)
+            let counts = s.and_then(|s| s.last.outcome.as_ref().ok()).map(|a| humans_and_bots(protocol, a));
+            let (humans, bots) = counts.unwrap_or((None, None));
+            // Humans where bots are told apart, else every player.
+            (s.map(|s| s.row.last_ok).filter(|t| *t > 0), humans.or(s.and_then(|s| s.row.players)), bots)
         };
         let mut direct_bz = std::collections::HashSet::new();
         for e in self.bzfls.entries() {
@@ -204,6 +280,18 @@ impl Masters {
                 "players": players, "spectators": spectators, "bots": Value::Null,
             }));
         }
+        for l in &self.dpmaster_listed {
+            direct_dd.insert(("quake3", l.addr));
+            let (last_ok, humans, bots) = monitored("quake3", l.addr);
+            let (ups, stale) = self.upstream_names("quake3", l.addr);
+            let name = monitor.server("quake3", &l.addr.to_string()).and_then(|s| s.row.name.clone());
+            servers.push(json!({
+                "protocol": "quake3", "address": l.addr.to_string(), "name": name,
+                "direct": "dpmaster", "upstreams": ups, "upstreams_stale": stale,
+                "first_seen": Value::Null, "last_seen": Value::Null, "last_ok": last_ok,
+                "last_verified_join": Value::Null, "players": humans, "bots": bots,
+            }));
+        }
         let mut mirrored: Vec<_> = self
             .registry
             .entries()
@@ -222,7 +310,7 @@ impl Masters {
                 "direct": Value::Null, "upstreams": names, "upstreams_stale": stale,
                 "first_seen": prov.first_seen, "last_seen": prov.last_seen, "last_ok": last_ok,
                 "last_verified_join": self.verified.get(addr),
-                "players": players.map(|p| p - bots.unwrap_or(0).max(0)), "bots": bots,
+                "players": players, "bots": bots,
             }));
         }
         let (b, d) = (self.bzfls.counts(), self.ddnet.counts());

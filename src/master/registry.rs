@@ -3,12 +3,20 @@
 //!
 //! An upstream's last good list is kept while it fails, for [`KEEP_FAILED`] (an hour) after its last good answer;
 //! then its entries are dropped (an entry listed by no upstream any more and not registered directly leaves the
-//! merged list). Bounds: [`MAX_ENTRIES`] entries (an upstream list beyond it is cut), [`MAX_UPSTREAMS`] upstreams.
+//! merged list). Each entry keeps what the list said of it ([`Listed`]: a BZFlag `LIST` line's fields, a DDNet
+//! entry's addresses and info), from the last upstream that said something, so that the monitor serves it in the
+//! same game's list as a server registered directly (the BZFlag `LIST`, DDNet's `servers.json`).
+//!
+//! Bounds: [`MAX_ENTRIES`] entries (an upstream list beyond it is cut), [`MAX_UPSTREAMS`] upstreams, and
+//! [`MAX_LISTED_BYTES`] of what the lists said (past it, further entries are mirrored without it: they are still
+//! queried and in `/api/masters`, but a list that needs it leaves them out).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 
 use serde::Serialize;
+
+pub use crate::monitor::masters::Listed;
 
 /// Seconds an upstream's last good list is served after its last good answer while it fails.
 pub const KEEP_FAILED: i64 = 3600;
@@ -16,6 +24,8 @@ pub const KEEP_FAILED: i64 = 3600;
 pub const MAX_ENTRIES: usize = 100_000;
 /// Most upstreams.
 pub const MAX_UPSTREAMS: usize = 256;
+/// Most bytes of what the upstream lists say of their entries kept ([`Listed::bytes`], all entries together).
+pub const MAX_LISTED_BYTES: usize = 64 << 20;
 
 /// An upstream master and how it fares.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -35,7 +45,7 @@ pub struct Upstream {
 }
 
 /// Where an entry comes from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Provenance {
     /// Indexes (into [`Registry::upstreams`]) of the upstreams whose last good list has it.
     pub upstreams: BTreeSet<usize>,
@@ -43,6 +53,8 @@ pub struct Provenance {
     pub first_seen: i64,
     /// Unix seconds it was last listed by an upstream.
     pub last_seen: i64,
+    /// What an upstream's list said of it, and which upstream (an index into [`Registry::upstreams`]).
+    pub listed: Option<(usize, Listed)>,
 }
 
 /// The mirror of the upstream masters.
@@ -50,6 +62,8 @@ pub struct Provenance {
 pub struct Registry {
     upstreams: Vec<Upstream>,
     entries: HashMap<(String, SocketAddr), Provenance>,
+    /// Bytes of the entries' [`Provenance::listed`].
+    listed_bytes: usize,
 }
 
 impl Registry {
@@ -91,14 +105,41 @@ impl Registry {
         Some(self.upstreams.len() - 1)
     }
 
-    /// An upstream's good list: it now lists exactly these.
-    pub fn listed<'a>(&mut self, name: &str, list: impl IntoIterator<Item = (&'a str, SocketAddr)>, now: i64) {
-        let Some(i) = self.index(name) else { return };
+    /// Bytes of what the lists said of the entries kept now.
+    pub fn listed_bytes(&self) -> usize {
+        self.listed_bytes
+    }
+
+    /// Forgets what upstream `i` said of the entries, and drops the entries no upstream lists.
+    fn drop_upstream(&mut self, i: usize) {
+        let mut freed = 0;
         for p in self.entries.values_mut() {
             p.upstreams.remove(&i);
+            if p.listed.as_ref().is_some_and(|(from, _)| *from == i) {
+                freed += p.listed.take().map_or(0, |(_, l)| l.bytes());
+            }
         }
+        self.entries.retain(|_, p| {
+            let keep = !p.upstreams.is_empty();
+            if !keep {
+                freed += p.listed.as_ref().map_or(0, |(_, l)| l.bytes());
+            }
+            keep
+        });
+        self.listed_bytes = self.listed_bytes.saturating_sub(freed);
+    }
+
+    /// An upstream's good list: it now lists exactly these, each with what the list said of it.
+    pub fn listed<'a>(
+        &mut self,
+        name: &str,
+        list: impl IntoIterator<Item = (&'a str, SocketAddr, Option<Listed>)>,
+        now: i64,
+    ) {
+        let Some(i) = self.index(name) else { return };
+        self.drop_upstream(i);
         let mut n = 0;
-        for (protocol, addr) in list {
+        for (protocol, addr, listed) in list {
             let k = (protocol.to_owned(), addr);
             if !self.entries.contains_key(&k) && self.entries.len() >= MAX_ENTRIES {
                 break;
@@ -108,8 +149,15 @@ impl Registry {
                 n += 1;
             }
             p.last_seen = now;
+            if let Some(l) = listed {
+                let old = p.listed.as_ref().map_or(0, |(_, l)| l.bytes());
+                let bytes = l.bytes();
+                if self.listed_bytes - old + bytes <= MAX_LISTED_BYTES {
+                    self.listed_bytes = self.listed_bytes - old + bytes;
+                    p.listed = Some((i, l));
+                }
+            }
         }
-        self.entries.retain(|_, p| !p.upstreams.is_empty());
         let u = &mut self.upstreams[i];
         u.last_ok = Some(now);
         u.failing_since = None;
@@ -138,15 +186,32 @@ impl Registry {
                 gone.push(i);
             }
         }
-        if gone.is_empty() {
-            return;
+        for i in gone {
+            self.drop_upstream(i);
         }
-        for p in self.entries.values_mut() {
-            for i in &gone {
-                p.upstreams.remove(i);
+    }
+
+    /// The mirrored BZFlag servers as their upstream list server's `LIST` line says them (for
+    /// [`super::bzfls::ListServer::handle`], which leaves out those added there).
+    pub fn bzflag_listings(&self) -> Vec<super::bzfls::Listing> {
+        let mut out = Vec::new();
+        for ((protocol, addr), p) in self.entries() {
+            let Some((_, Listed::Bzflag { nameport, version, gameinfo, title })) = &p.listed else { continue };
+            if protocol != crate::query::BZFLAG {
+                continue;
             }
+            out.push(super::bzfls::Listing {
+                nameport: nameport.clone(),
+                addr: *addr,
+                version: version.clone(),
+                gameinfo: gameinfo.clone(),
+                build: String::new(),
+                title: title.clone(),
+                first_seen: p.first_seen,
+                last_seen: p.last_seen,
+            });
         }
-        self.entries.retain(|_, p| !p.upstreams.is_empty());
+        out
     }
 
     /// The names of the upstreams of an entry, and whether all of them are stale (failing now).
@@ -167,8 +232,8 @@ mod tests {
         let a: SocketAddr = "93.184.216.1:8303".parse().unwrap();
         let b: SocketAddr = "93.184.216.2:8303".parse().unwrap();
         let mut r = Registry::new();
-        r.listed("up1", [("teeworlds", a), ("teeworlds", b)], 100);
-        r.listed("up2", [("teeworlds", b)], 100);
+        r.listed("up1", [("teeworlds", a, None), ("teeworlds", b, None)], 100);
+        r.listed("up2", [("teeworlds", b, None)], 100);
         assert_eq!(r.entries().count(), 2);
         r.listed("up2", [], 160);
         assert_eq!(r.provenance("teeworlds", b).unwrap().upstreams.len(), 1);
@@ -181,5 +246,58 @@ mod tests {
         r.expire(101 + KEEP_FAILED);
         assert_eq!(r.entries().count(), 0);
         assert_eq!(r.upstreams()[0].entries, 0);
+    }
+
+    fn line(title: &str) -> Listed {
+        let gameinfo = "0".repeat(58);
+        Listed::Bzflag {
+            nameport: "bz.example.org:5154".into(),
+            version: "BZFS0221".into(),
+            gameinfo,
+            title: title.into(),
+        }
+    }
+
+    #[test]
+    fn what_a_list_says_goes_with_the_upstream_that_said_it() {
+        let a: SocketAddr = "93.184.216.1:5154".parse().unwrap();
+        let mut r = Registry::new();
+        r.listed("up1", [("bzflag", a, Some(line("one")))], 100);
+        // A UDP master lists it too, saying nothing: what up1 said stays.
+        r.listed("up2", [("bzflag", a, None)], 100);
+        let said = |r: &Registry| r.provenance("bzflag", a).and_then(|p| p.listed.clone()).map(|(i, _)| i);
+        assert_eq!(said(&r), Some(0));
+        let bytes = r.listed_bytes();
+        assert_eq!(bytes, line("one").bytes());
+        // up1 says it again: the bytes are counted once.
+        r.listed("up1", [("bzflag", a, Some(line("one")))], 160);
+        assert_eq!(r.listed_bytes(), bytes);
+        // up1 stops listing it: what it said goes, the entry stays (up2 lists it).
+        r.listed("up1", [], 220);
+        assert_eq!((said(&r), r.listed_bytes(), r.entries().count()), (None, 0, 1));
+        r.listed("up2", [], 220);
+        assert_eq!(r.entries().count(), 0);
+    }
+
+    #[test]
+    fn what_the_lists_say_is_bounded_in_bytes() {
+        let mut r = Registry::new();
+        let title = "t".repeat(1000);
+        let per = line(&title).bytes();
+        let n = MAX_LISTED_BYTES / per + 10;
+        let list: Vec<_> = (0..n)
+            .map(|i| {
+                let addr = SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 5154));
+                ("bzflag", addr, Some(line(&title)))
+            })
+            .collect();
+        r.listed("up", list, 100);
+        assert_eq!(r.entries().count(), n);
+        assert!(r.listed_bytes() <= MAX_LISTED_BYTES);
+        assert_eq!(r.entries().filter(|(_, p)| p.listed.is_some()).count(), MAX_LISTED_BYTES / per);
+        // The upstream's entries expire: every byte is given back.
+        r.failed("up", "gone", 200);
+        r.expire(201 + KEEP_FAILED);
+        assert_eq!((r.entries().count(), r.listed_bytes()), (0, 0));
     }
 }

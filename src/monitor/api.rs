@@ -4,7 +4,8 @@
 //!
 //! * `GET /api/servers?protocol=P&min_players=N&q=TEXT&limit=N&offset=N` → `{"v":1,"servers":[...],"total":N}`:
 //!   each server in the shared query result shape (without its player list) plus `up`, `first_seen`, `last_seen`,
-//!   `last_ok` (Unix seconds). `q` matches the name case-insensitively; `total` counts the matches, of which at most
+//!   `last_ok` (Unix seconds), `humans` and `bots` ([`super::state::humans_and_bots`]) and `source`: where it comes
+//!   from ([`Source`]: registered here, which upstream masters list it, since when). `q` matches the name case-insensitively; `total` counts the matches, of which at most
 //!   `limit` ([`MAX_PAGE`] at most) are sent from `offset` on.
 //! * `GET /api/servers/PROTOCOL/ADDRESS?since=T` → that server with its players and `"history"`: its recent
 //!   samples after `T`, downsampled to at most [`MAX_HISTORY_POINTS`] points `[t, up, players]`.
@@ -17,7 +18,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::metrics::{self, Own};
-use super::state::{Monitor, Point, Server};
+use super::state::{humans_and_bots, Monitor, Point, Server};
 
 /// Most servers in one `/api/servers` answer (`limit`, `offset` page through more).
 pub const MAX_PAGE: usize = 5000;
@@ -32,6 +33,42 @@ pub const SCRIPT: &str = include_str!("page.js");
 /// The page's Content-Security-Policy: scripts and data from this server only, no inline script.
 pub const PAGE_CSP: &str =
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:";
+
+/// Where a server comes from: the masters that list it. The masters are above the monitor on the crate's map, so
+/// the command gives [`route`] a function that answers it ([`Sources`]; `crate::master::Masters::sources`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// Registered directly with this monitor as a master: which one (`bzflag-list`, `ddnet-http`, `dpmaster`).
+    pub registered: Option<&'static str>,
+    /// The upstream masters (the configuration's `[[master]]` sources) whose last good list has it.
+    pub upstreams: Vec<SourceUpstream>,
+    /// Unix seconds it was first listed by a master (registered or mirrored; `null`: no master lists it, it is
+    /// one of the configured servers).
+    pub listed_first: Option<i64>,
+    /// Unix seconds it was last listed by a master (a registration renewed, an upstream list that has it).
+    pub listed_last: Option<i64>,
+    /// Unix seconds of its last `verify_join` that worked (BZFlag).
+    pub last_verified_join: Option<i64>,
+}
+
+/// An upstream master listing a server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceUpstream {
+    /// Its name (its URL, or `PROTOCOL@ADDRESS`).
+    pub name: String,
+    /// It fails now: its last good list is served (for an hour after it).
+    pub stale: bool,
+    /// Unix seconds of its last good list.
+    pub last_ok: Option<i64>,
+}
+
+/// The source of a server, by protocol and address.
+pub type Sources<'a> = &'a dyn Fn(&str, &str) -> Source;
+
+/// No master knows any server (a monitor that serves none, and the tests).
+pub fn no_sources(_: &str, _: &str) -> Source {
+    Source::default()
+}
 
 /// An answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +114,7 @@ pub enum Routed {
 /// `Last-Event-ID` header.
 pub fn route(
     m: &Monitor,
+    sources: Sources<'_>,
     own: &Own,
     joins: &[(String, bool, Option<f64>)],
     path: &str,
@@ -97,7 +135,7 @@ pub fn route(
             content_type: "text/plain; version=0.0.4; charset=utf-8",
             body: metrics::render(m, own, joins).into_bytes(),
         },
-        "/api/servers" => servers(m, param),
+        "/api/servers" => servers(m, sources, param),
         "/api/players" => match param("name") {
             Some(n) => players(m, &n),
             None => ApiResponse::error(400, "name= is required"),
@@ -114,7 +152,7 @@ pub fn route(
                 let (proto, addr) = (crate::http::percent_decode(proto), crate::http::percent_decode(addr));
                 let (proto, addr) = (proto.as_str(), addr.as_str());
                 let since = param("since").and_then(|s| s.parse::<i64>().ok()).unwrap_or(i64::MIN);
-                server(m, proto, addr, since)
+                server(m, sources, proto, addr, since)
             }
             None => ApiResponse::error(404, "no such page"),
         },
@@ -137,6 +175,10 @@ pub struct ServerView {
     pub last_seen: i64,
     /// Unix seconds of its last answer (`null`: never).
     pub last_ok: Option<i64>,
+    /// Its players less its bots, where the protocol tells bots apart (`null` where it does not).
+    pub humans: Option<i64>,
+    /// Where it comes from.
+    pub source: Source,
     /// Recent samples `[t, up, players]`, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<Point>>,
@@ -145,8 +187,9 @@ pub struct ServerView {
 /// The server's view: its last answer in the shared shape (without `player_list` unless `with_players`) plus `up`,
 /// `first_seen`, `last_seen`, `last_ok` (ISO 8601 is left to clients: Unix seconds); a server that does not answer
 /// now keeps its last answer with `"ok": false` and the `error`, and one that never answered (the error shape) gets
-/// its last known `name`, `map`, `players` and `max_players`.
-pub fn server_view(s: &Server, with_players: bool) -> ServerView {
+/// its last known `name`, `map`, `players` and `max_players`. `bots` and `humans` are of its last answer
+/// ([`humans_and_bots`]).
+pub fn server_view(s: &Server, source: Source, with_players: bool) -> ServerView {
     let mut result = match serde_json::to_value(&s.last) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
@@ -166,12 +209,16 @@ pub fn server_view(s: &Server, with_players: bool) -> ServerView {
         result.insert("players".into(), s.row.players.into());
         result.insert("max_players".into(), s.row.max_players.into());
     }
+    let (humans, bots) = s.last.outcome.as_ref().map_or((None, None), |a| humans_and_bots(&s.row.protocol, a));
+    result.insert("bots".into(), bots.into());
     ServerView {
         result,
         up: s.row.up,
         first_seen: s.row.first_seen,
         last_seen: s.row.last_seen,
         last_ok: (s.row.last_ok > 0).then_some(s.row.last_ok),
+        humans,
+        source,
         history: None,
     }
 }
@@ -185,7 +232,7 @@ struct ServerList {
 }
 
 /// `GET /api/servers`.
-pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiResponse {
+pub fn servers(m: &Monitor, sources: Sources<'_>, param: &dyn Fn(&str) -> Option<String>) -> ApiResponse {
     let protocol = param("protocol");
     let min_players = param("min_players").and_then(|s| s.parse::<i64>().ok());
     let q = param("q").map(|s| s.to_lowercase());
@@ -211,7 +258,7 @@ pub fn servers(m: &Monitor, param: &dyn Fn(&str) -> Option<String>) -> ApiRespon
         if matched <= offset || matched > offset.saturating_add(limit) {
             continue;
         }
-        let mut view = server_view(s, false);
+        let mut view = server_view(s, sources(&s.row.protocol, &s.row.address), false);
         if history {
             let points: Vec<Point> = s.history().collect();
             view.history = Some(downsample(&points, 30));
@@ -239,11 +286,11 @@ pub fn downsample(points: &[Point], max: usize) -> Vec<Point> {
 }
 
 /// `GET /api/servers/PROTOCOL/ADDRESS`.
-pub fn server(m: &Monitor, protocol: &str, address: &str, since: i64) -> ApiResponse {
+pub fn server(m: &Monitor, sources: Sources<'_>, protocol: &str, address: &str, since: i64) -> ApiResponse {
     let Some(s) = m.server(protocol, address) else {
         return ApiResponse::error(404, "no such server");
     };
-    let mut view = server_view(s, true);
+    let mut view = server_view(s, sources(protocol, address), true);
     let points: Vec<Point> = s.history().filter(|p| p.0 >= since).collect();
     view.history = Some(downsample(&points, MAX_HISTORY_POINTS));
     ApiResponse::json(&view)
@@ -289,7 +336,7 @@ mod tests {
         let _ = m.end_round();
         let get = |q: &[(&str, &str)]| {
             let q: Vec<(String, String)> = q.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-            let r = servers(&m, &|k| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
+            let r = servers(&m, &no_sources, &|k| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
             serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()
         };
         let v = get(&[("min_players", "3")]);
@@ -328,7 +375,7 @@ mod tests {
             let b = m.end_round();
             m.committed(b.round);
         };
-        let json = |s: &Server, with: bool| serde_json::to_string(&server_view(s, with)).unwrap();
+        let json = |s: &Server, with: bool| serde_json::to_string(&server_view(s, Source::default(), with)).unwrap();
         round(&mut m, 100, &answer("<b>\"x\"</b>"));
         let s = m.server("quake3", "127.0.0.1:27960").unwrap();
         let v: serde_json::Value = serde_json::from_str(&json(s, false)).unwrap();

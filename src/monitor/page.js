@@ -20,9 +20,32 @@ function spark(history) {
   return svg;
 }
 function key(s) { return s.protocol + "/" + s.address; }
+// How long ago Unix second t was, in a few characters.
+function ago(t) {
+  const m = Math.max(0, Math.round((Date.now() / 1000 - t) / 60));
+  return m < 120 ? m + " min" : Math.round(m / 60) + " h";
+}
+// Where a server comes from: "registered (bzflag-list)", an upstream's host ("master.ddnet.org (stale 12 min)"),
+// or "configured" (no master lists it).
+function sourceText(src) {
+  if (!src) return "";
+  const parts = [];
+  if (src.registered) parts.push("registered (" + src.registered + ")");
+  for (const u of src.upstreams || []) {
+    let host = u.name;
+    try { host = new URL(u.name).host || u.name; } catch (e) {}
+    parts.push(host + (u.stale ? " (stale " + (u.last_ok == null ? "" : ago(u.last_ok)) + ")" : ""));
+  }
+  return parts.length ? parts.join(", ") : "configured";
+}
+// Players of max, and the bots among them where the protocol tells them apart.
+function playersText(s) {
+  const n = (s.players == null ? "?" : s.players) + "/" + (s.max_players == null ? "?" : s.max_players);
+  return s.bots ? n + " (" + s.bots + (s.bots === 1 ? " bot)" : " bots)") : n;
+}
 function render() {
   const q = filter.value.toLowerCase();
-  const rows = servers.filter(s => !q || [s.name, s.map, s.protocol, s.address].some(v => v && String(v).toLowerCase().includes(q)));
+  const rows = servers.filter(s => !q || [s.name, s.map, s.protocol, s.address, s.source_text].some(v => v && String(v).toLowerCase().includes(q)));
   rows.sort((a, b) => {
     let x = a[sortKey], y = b[sortKey];
     if (x == null) x = ""; if (y == null) y = "";
@@ -35,9 +58,10 @@ function render() {
     tr.className = "server" + (s.up ? "" : " down");
     tr.dataset.key = key(s);
     cell(tr, s.protocol); cell(tr, s.name); cell(tr, s.address); cell(tr, s.map);
-    cell(tr, (s.players == null ? "?" : s.players) + "/" + (s.max_players == null ? "?" : s.max_players), "num");
+    cell(tr, playersText(s), "num");
     cell(tr, s.ping_ms == null ? "" : Math.round(s.ping_ms) + " ms", "num");
     cell(tr, s.up ? "up" : "down", s.up ? "up" : "downtxt");
+    cell(tr, s.source_text, "source");
     cell(tr, "").appendChild(spark(s.history));
     tr.addEventListener("click", () => { open.has(key(s)) ? open.delete(key(s)) : open.add(key(s)); render(); });
     tbody.appendChild(tr);
@@ -47,7 +71,7 @@ function render() {
 }
 function showPlayers(s, after) {
   const tr = document.createElement("tr"); tr.className = "players";
-  const td = cell(tr, "loading players…"); td.colSpan = 8;
+  const td = cell(tr, "loading players…"); td.colSpan = 9;
   after.after(tr);
   fetch("/api/servers/" + encodeURIComponent(s.protocol) + "/" + encodeURIComponent(s.address))
     .then(r => r.json()).then(d => {
@@ -74,7 +98,11 @@ for (const th of document.querySelectorAll("th[data-key]")) {
 }
 filter.addEventListener("input", render);
 function load() {
-  fetch("/api/servers?history=1").then(r => r.json()).then(d => { servers = d.servers || []; render(); })
+  fetch("/api/servers?history=1").then(r => r.json()).then(d => {
+    servers = d.servers || [];
+    for (const s of servers) s.source_text = sourceText(s.source);
+    render();
+  })
     .catch(() => { status.textContent = "cannot reach the monitor"; });
 }
 load();

@@ -176,6 +176,27 @@ pub fn bounded(a: &Answer) -> Option<Answer> {
     Some(b)
 }
 
+/// Humans and bots among an answer's players, where the protocol tells them apart: the answer's `bots` (BZFlag's
+/// robot players, Quake III's `clients` less `g_humanplayers`, Teeworlds 0.7's bot flag, Warsow's `bots`), else, for
+/// Quake III engines (`quake3`, `warsow`), the players with ping 0 in a complete `getstatus` list (where ioq3 puts
+/// its bots). `humans` is the players less the bots; both `None` where the protocol cannot tell.
+pub fn humans_and_bots(protocol: &str, a: &Answer) -> (Option<i64>, Option<i64>) {
+    let bots = a.bots().or_else(|| {
+        if !matches!(protocol, "quake3" | "warsow") || a.players().is_none() {
+            return None;
+        }
+        let list = a.player_list()?;
+        let pings: Vec<Option<i64>> = list.map(|p| p.ping.as_i64()).collect();
+        let complete = i64::try_from(pings.len()).ok() == a.players() && pings.iter().all(Option::is_some);
+        complete.then(|| pings.iter().filter(|p| **p == Some(0)).count() as i64)
+    });
+    let humans = match (a.players(), bots) {
+        (Some(p), Some(b)) => Some(p.saturating_sub(b).max(0)),
+        _ => None,
+    };
+    (humans, bots)
+}
+
 /// A result as the monitor keeps it: its answer cut to the limits.
 fn kept(r: &QueryResult) -> QueryResult {
     let outcome = match &r.outcome {
@@ -1039,6 +1060,30 @@ mod tests {
         assert_eq!(m.servers().count(), 0);
         assert!(m.player("a").is_empty());
         assert_eq!(m.counters().forgotten, 1);
+    }
+
+    #[test]
+    fn humans_and_bots_where_the_protocol_tells() {
+        let r = answer("srv", "m", &["a", "b", "c"]);
+        // test_answer's players have no ping: Quake III without g_humanplayers cannot tell.
+        let a = r.outcome.as_ref().unwrap().clone();
+        assert_eq!(humans_and_bots("quake3", &a), (None, None));
+        let mut b = Answer::default();
+        b.set_count(CountField::Players, Some(3));
+        b.set_player_list_known(true);
+        for (n, ping) in [("bot1", 0), ("bot2", 0), ("human", 48)] {
+            b.push_player(n, FieldValue::Int(0), FieldValue::Null, FieldValue::Int(ping), std::iter::empty());
+        }
+        assert_eq!(humans_and_bots("quake3", &b), (Some(1), Some(2)));
+        assert_eq!(humans_and_bots("teeworlds", &b), (None, None), "ping 0 means a bot on Quake III only");
+        // The answer's own count wins.
+        b.set_count(CountField::Bots, Some(1));
+        assert_eq!(humans_and_bots("quake3", &b), (Some(2), Some(1)));
+        // A cut list (more players than listed) cannot tell.
+        let mut c = b.clone();
+        c.set_count(CountField::Bots, None);
+        c.set_count(CountField::Players, Some(40));
+        assert_eq!(humans_and_bots("quake3", &c), (None, None));
     }
 
     #[test]

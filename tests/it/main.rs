@@ -20,6 +20,7 @@ mod hostile_worlds;
 mod http_hostile;
 mod install;
 mod master_dpmaster;
+mod master_federation;
 mod master_http;
 mod monitor;
 mod monitor_hostile;

@@ -125,12 +125,18 @@ fn info(challenge: &str, pad: usize) -> Vec<u8> {
 /// `getservers`/`getserversExt` from a fresh socket: the entries of every reply datagram up to the one with EOT.
 #[track_caller]
 fn list(master: SocketAddr, request: &str) -> Vec<SocketAddr> {
+    try_list(master, request).unwrap_or_else(|e| panic!("{request}: {e}"))
+}
+
+/// [`list`], or the error of a reply that did not come within 500 ms.
+#[track_caller]
+fn try_list(master: SocketAddr, request: &str) -> Result<Vec<SocketAddr>, std::io::Error> {
     let s = socket(if master.is_ipv6() { "[::1]:0" } else { "127.0.0.1:0" });
     s.send_to(&oob(request), master).unwrap();
     let mut buf = [0u8; 2048];
     let mut entries = Vec::new();
     loop {
-        let (n, _) = s.recv_from(&mut buf).unwrap_or_else(|e| panic!("{request}: {e}"));
+        let (n, _) = s.recv_from(&mut buf)?;
         assert!(n <= 1400, "{n} bytes");
         let body = &buf[4..n];
         let body = body
@@ -140,7 +146,7 @@ fn list(master: SocketAddr, request: &str) -> Vec<SocketAddr> {
         let page = query_quake3::msg::parse_servers(body);
         entries.extend(page.entries);
         if page.eot {
-            return entries;
+            return Ok(entries);
         }
     }
 }
@@ -148,13 +154,17 @@ fn list(master: SocketAddr, request: &str) -> Vec<SocketAddr> {
 #[test]
 fn openarena_registers_is_listed_by_qstat_and_scan_and_drops_off_after_its_lease() {
     require_game_program(QSTAT, "qstat");
-    let lease = 20;
+    let lease = 30;
+    // The list requests of the test, qstat, scan and a downstream monitor (one a second) all come from 127.0.0.1:
+    // no flood throttle (the hostile test below has it).
     let m = Master::start(&[
         "--dpmaster",
         "127.0.0.1:0",
         "--allow-private",
         "--dpmaster-lease",
         &lease.to_string(),
+        "--dpmaster-flood-throttle",
+        "0",
         "--interval",
         "1",
     ]);
@@ -221,6 +231,56 @@ fn openarena_registers_is_listed_by_qstat_and_scan_and_drops_off_after_its_lease
         thread::sleep(Duration::from_millis(100));
     }
 
+    // Another monitor reads this one as its upstream dpmaster master: it serves the server in its own dpmaster
+    // lists (named and anonymous requests), with the upstream in its API.
+    let dir = TempDir::new("dpmaster-downstream");
+    let config = dir.join("b.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[master]]\nprotocol = \"dpmaster\"\naddress = \"{master}\"\nservers = \"quake3\"\n\
+             game = \"Quake3Arena\"\ngame_protocol = 71\nfilters = \"empty full\"\n"
+        ),
+    )
+    .unwrap();
+    let b = Master::start(&[
+        "--dpmaster",
+        "127.0.0.1:0",
+        "--dpmaster-flood-throttle",
+        "0",
+        "--allow-private",
+        "--interval",
+        "1",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let b_master = b.udp[0];
+    let deadline = Instant::now() + WAIT;
+    while list(b_master, "getservers Quake3Arena 71 empty full") != vec![oa.addr()] {
+        assert!(Instant::now() < deadline, "not mirrored downstream: {}", b.log.text());
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(list(b_master, "getservers 71 empty full"), vec![oa.addr()], "the anonymous form");
+    assert!(list(b_master, "getservers Quake3Arena 71 empty full ctf").is_empty(), "filtered by its game type");
+    let (_, body) = crate::monitor::http_get(b.http, "/api/servers", &[]);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let s = v["servers"].as_array().unwrap().iter().find(|s| s["address"] == addr).cloned().unwrap_or_default();
+    let src = &s["source"];
+    assert_eq!(src["upstreams"][0]["name"], format!("dpmaster@{master}"), "{s}");
+    assert_eq!((src["registered"].clone(), s["bots"].clone(), s["humans"].clone()), (Value::Null, 1.into(), 0.into()));
+    // Registered with the upstream, not with the downstream; the upstream says so.
+    let (_, body) = crate::monitor::http_get(m.http, "/api/servers", &[]);
+    assert!(body.contains("\"registered\":\"dpmaster\""), "{body}");
+    let (_, body) = crate::monitor::http_get(m.http, "/api/masters", &[]);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    crate::schemas::Schema::load("monitor-api").check(&v);
+    let e = v["servers"].as_array().unwrap().iter().find(|s| s["address"] == addr).cloned().unwrap_or_default();
+    assert_eq!(
+        (e["direct"].clone(), e["bots"].clone(), e["players"].clone()),
+        ("dpmaster".into(), 1.into(), 0.into()),
+        "{v}"
+    );
+
     // Stopped, it stays listed until its lease ends (it sends no more heartbeats), then drops off.
     drop(oa);
     assert_eq!(m.metric("bzhead_master_leases_expired_total"), 0);
@@ -232,6 +292,13 @@ fn openarena_registers_is_listed_by_qstat_and_scan_and_drops_off_after_its_lease
     assert_eq!(m.metric("bzhead_master_servers"), 0);
     assert!(list(master, "getservers Quake3Arena 71 empty full").is_empty());
     assert!(m.metric("bzhead_master_list_requests_total") >= 4);
+    // The downstream follows its upstream's list: the server leaves there too (an answer that does not come
+    // within 500 ms is asked again: the downstream's rounds run on the same loop).
+    let deadline = Instant::now() + WAIT;
+    while !try_list(b_master, "getservers Quake3Arena 71 empty full").is_ok_and(|l| l.is_empty()) {
+        assert!(Instant::now() < deadline, "still mirrored downstream");
+        thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]

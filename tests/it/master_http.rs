@@ -15,7 +15,7 @@ use crate::support::plugins::real_plugin_dir;
 use crate::support::{free_port, Bzfs, TempDir, WAIT};
 
 /// One HTTP/1.1 request with `Connection: close`: status and body.
-fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let mut s = TcpStream::connect_timeout(&addr, WAIT).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(WAIT)).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -34,7 +34,7 @@ fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], bo
     (status, body)
 }
 
-fn list(addr: SocketAddr, form: &str) -> String {
+pub(crate) fn list(addr: SocketAddr, form: &str) -> String {
     let (status, body) =
         http(addr, "POST", "/db/", &[("Content-Type", "application/x-www-form-urlencoded")], form.as_bytes());
     assert_eq!(status, 200, "{body}");
@@ -42,14 +42,14 @@ fn list(addr: SocketAddr, form: &str) -> String {
 }
 
 /// `bzhead scan --master URL --master-protocol MP --protocol P --allow-private --json`: its results.
-fn scan_master(plugins: &TempDir, url: &str, master_protocol: &str, protocol: &str) -> Vec<Value> {
+pub(crate) fn scan_master(plugins: &TempDir, url: &str, master_protocol: &str, protocol: &str) -> Vec<Value> {
     let p = plugins.path().to_str().unwrap();
     let args =
         ["scan", "--plugin-dir", p, "--master", url, "--master-protocol", master_protocol, "--protocol", protocol];
     crate::monitor_masters::scan_json(&[&args[..], &["--allow-private", "--json"]].concat())
 }
 
-fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
@@ -314,9 +314,10 @@ fn a_dead_upstream_master_keeps_its_last_list_served_with_provenance() {
     use crate::support::gameservers::GameServer;
     let ddnet = GameServer::ddnet("bzhead federated");
     let six = format!("tw-0.6+udp://{}", ddnet.addr());
-    let upstream = DyingMaster::start(
-        serde_json::json!({"servers": [{"addresses": [six], "info": {"name": "bzhead federated"}}]}).to_string(),
-    );
+    // The upstream's info (with a field the monitor's own query cannot know) is served downstream as it is.
+    let info = serde_json::json!({"name": "bzhead federated", "map": {"name": "upstream-map"}, "max_clients": 64,
+                                  "clients": [{"name": "tee", "is_player": true, "afk": false}]});
+    let upstream = DyingMaster::start(serde_json::json!({"servers": [{"addresses": [six], "info": info}]}).to_string());
     let url = format!("http://{}/ddnet/15/servers.json", upstream.addr);
     let dir = TempDir::new("master-federation");
     let config = dir.join("monitor.toml");
@@ -338,6 +339,21 @@ fn a_dead_upstream_master_keeps_its_last_list_served_with_provenance() {
     assert_eq!((e["direct"].clone(), e["upstreams_stale"].clone()), (Value::Null, false.into()), "{e}");
     let served = |m: &MonitorProc| http(m.http, "GET", "/ddnet/15/servers.json", &[], b"").1;
     assert!(served(&m).contains(&six_of(&ddnet)), "{}", served(&m));
+    let v: Value = serde_json::from_str(&served(&m)).unwrap();
+    let listed = v["servers"].as_array().unwrap().iter().find(|s| s["addresses"][0] == six_of(&ddnet).as_str());
+    assert_eq!(listed.map(|s| s["info"].clone()), Some(info.clone()), "{v}");
+    // /api/servers says where it comes from.
+    let (_, body) = m.get("/api/servers");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    crate::schemas::Schema::load("monitor-api").check(&v);
+    let s = v["servers"].as_array().unwrap().iter().find(|s| s["address"] == ddnet.addr().to_string()).cloned();
+    let s = s.unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(
+        s["source"]["upstreams"],
+        serde_json::json!([{"name": url, "stale": false, "last_ok": s["source"]["upstreams"][0]["last_ok"]}]),
+        "{s}"
+    );
+    assert!(s["source"]["upstreams"][0]["last_ok"].is_i64(), "{s}");
     // The upstream dies: the last list stays, marked stale.
     drop(upstream);
     let e = wait_until("stale provenance", WAIT * 2, || entry(&m).filter(|e| e["upstreams_stale"] == true));
@@ -347,7 +363,7 @@ fn a_dead_upstream_master_keeps_its_last_list_served_with_provenance() {
     assert!(v["upstreams"][0]["failing_since"].is_i64() && v["upstreams"][0]["stale"] == true, "{v}");
     crate::schemas::Schema::load("monitor-api").check(&v);
     let list = served(&m);
-    assert!(list.contains(&six_of(&ddnet)) && list.contains("bzhead federated"), "{list}");
+    assert!(list.contains(&six_of(&ddnet)) && list.contains("upstream-map"), "{list}");
     let (_, metrics) = m.get("/metrics");
     assert!(metrics.contains(&format!("bzhead_master_upstream_ok{{upstream=\"{url}\"}} 0")), "{metrics}");
     assert!(metrics.contains(&format!("bzhead_master_upstream_entries{{upstream=\"{url}\"}} 1")), "{metrics}");

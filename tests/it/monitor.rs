@@ -74,7 +74,7 @@ impl MonitorProc {
         http_get(self.http, path, &[])
     }
 
-    fn json(&self, path: &str) -> Value {
+    pub(crate) fn json(&self, path: &str) -> Value {
         let (status, body) = self.get(path);
         assert_eq!(status, 200, "{path}: {body}");
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
@@ -194,10 +194,10 @@ fn is(ev: &Value, kind: &str, protocol: &str, addr: SocketAddr) -> bool {
 }
 
 /// A bzhead bot on `bzfs` (a `sitter`), killed on drop.
-struct Bot(Child);
+pub(crate) struct Bot(Child);
 
 impl Bot {
-    fn join(bzfs: &Bzfs, name: &str) -> Bot {
+    pub(crate) fn join(bzfs: &Bzfs, name: &str) -> Bot {
         let mut cmd = bzhead(["bot", "sitter", "--count", "1", "--callsign", name, "--quiet", &bzfs.host_port()]);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         Bot(cmd.spawn().expect("cannot start bzhead bot"))
@@ -246,6 +246,17 @@ fn monitor_tracks_real_servers_and_feeds_their_changes() {
     let oa_v = get("quake3", oa.addr());
     assert_eq!(oa_v["name"], "bzhead monitor OA");
     assert_eq!(oa_v["players"], 2, "{oa_v}");
+    // Humans and bots apart: OpenArena's two bots; bzfs's bzhead bot, a robot player (its observer link is not a
+    // player); Teeworlds 0.7 tells bots apart, 0.6 does not.
+    assert_eq!((oa_v["bots"].clone(), oa_v["humans"].clone()), (2.into(), 0.into()), "{oa_v}");
+    let bz_v = get("bzflag", bzfs.addr());
+    assert_eq!((bz_v["bots"].clone(), bz_v["humans"].clone()), (1.into(), 0.into()), "{bz_v}");
+    assert_eq!(get("teeworlds7", tw07.addr())["humans"], 0);
+    assert_eq!(get("teeworlds", ddnet.addr())["humans"], Value::Null);
+    // Configured servers: no master lists them.
+    let src = serde_json::json!({"registered": null, "upstreams": [], "listed_first": null, "listed_last": null,
+                                 "last_verified_join": null});
+    assert_eq!(oa_v["source"], src, "{oa_v}");
     assert!(oa_v["first_seen"].as_i64().unwrap() > 0 && oa_v["last_ok"].as_i64().is_some(), "{oa_v}");
     // Filters.
     let q = m.json("/api/servers?protocol=quake3&min_players=2");
@@ -515,6 +526,9 @@ fn headless_chromium_shows_the_servers_as_text() {
     assert!(dom.contains("&lt;i&gt;tw07&lt;/i&gt; page"), "{dom}");
     assert!(!dom.contains("<i>tw07</i>"), "{dom}");
     assert!(dom.contains("2 of 2 servers"), "{dom}");
+    // Where they come from (no master lists them), and OpenArena's bot told apart.
+    assert!(dom.contains(">configured<"), "{dom}");
+    assert!(dom.contains("1/12 (1 bot)"), "{dom}");
 }
 
 #[test]
@@ -546,6 +560,10 @@ fn verify_join_joins_a_real_bzfs_as_an_observer_and_reports_it() {
         text.contains(&format!("bzhead_server_joinable{{protocol=\"bzflag\",address=\"{}\"}} 1", bzfs.addr())),
         "{text}"
     );
+    // The API says when the last join worked.
+    let v = m.json(&format!("/api/servers/bzflag/{}", bzfs.addr()));
+    crate::schemas::Schema::load("monitor-api").check(&v);
+    assert!(v["source"]["last_verified_join"].as_i64().is_some_and(|t| t > 0), "{v}");
     // The server saw an observer join and leave.
     assert!(bzfs.wait_for_log("bzhead-monitor", WAIT), "{}", bzfs.log());
     assert!(bzfs.wait_for_log("removed", WAIT), "{}", bzfs.log());

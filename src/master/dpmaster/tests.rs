@@ -295,3 +295,38 @@ fn ipv6_servers_only_in_extended_replies() {
     assert!(heartbeat(&mut m, now, mapped, "QuakeArena-1").is_some());
     assert!(m.servers.contains_key(&addr(7, 5)));
 }
+
+#[test]
+fn mirrored_servers_are_listed_under_the_same_filters_once() {
+    let mut m = Dpmaster::new(Config { flood_throttle: 0, ..Config::default() });
+    let now = Instant::now();
+    let client = addr(9, 40000);
+    let mirror = |a: SocketAddr, clients: u32, gametype: &str| Listed {
+        addr: a,
+        game: "Quake3Arena".into(),
+        protocol: 71,
+        gametype: gametype.into(),
+        clients,
+        max_clients: 8,
+    };
+    // Only mirrored servers: an anonymous request takes their game (known by its heartbeat tag).
+    m.set_mirrored(vec![
+        mirror(addr(1, 27960), 2, "0"),
+        mirror(addr(2, 27960), 0, "4"),
+        mirror(addr(3, 27960), 8, "0"),
+    ]);
+    assert_eq!(list(&mut m, now, client, "getservers 71"), [addr(1, 27960)]);
+    assert_eq!(list(&mut m, now, client, "getservers Quake3Arena 71 empty full").len(), 3);
+    assert_eq!(list(&mut m, now, client, "getservers Quake3Arena 71 empty ctf"), [addr(2, 27960)]);
+    assert!(list(&mut m, now, client, "getservers Quake3Arena 68 empty full").is_empty());
+    assert!(list(&mut m, now, client, "getservers OtherGame 71 empty full").is_empty());
+    // Registered too: listed once, with its own listing (1 client, not empty).
+    register(&mut m, now, addr(2, 27960), 1);
+    let mut got = list(&mut m, now, client, "getservers Quake3Arena 71");
+    got.sort();
+    assert_eq!(got, [addr(1, 27960), addr(2, 27960)]);
+    // At most max_servers kept.
+    let mut small = Dpmaster::new(Config { max_servers: 2, flood_throttle: 0, ..Config::default() });
+    small.set_mirrored((0..10).map(|i| mirror(addr(100 + i, 27960), 1, "0")).collect());
+    assert_eq!(list(&mut small, now, client, "getservers 71").len(), 2);
+}
