@@ -25,8 +25,11 @@ Figures, over that window:
                      `reset` while the GIL is released, the core's `loop_cpu_seconds`); python (the rest of this
                      process: the wrapper, the native result building, numpy; worker threads too); policy (thread
                      CPU time of drawing the actions).
-  memory per agent   (PSS after the window - PSS once the server runs and before anyone joined) / N, for this
-                     process and for bzfs (/proc/PID/smaps_rollup).
+  waited for a CPU   time this process's threads were ready to run but waited for a core (schedstat), as a share
+                     of the wall time: the machine's other work; where it is high, the wall rate and the missed
+                     decisions say more about the machine than about the env.
+  memory per agent   (resident anonymous memory after the window - the same once the server runs and before
+                     anyone joined) / N, for this process and for bzfs (RssAnon, /proc/PID/status).
 
 `--compare DIR`: every configuration also runs with the `bzhead` package found in DIR (an older build copied aside:
 `cp -r target/py-venv/lib/python3*/site-packages/bzhead DIR/`), right after the current one, so that both sit in
@@ -48,20 +51,27 @@ sys.path.insert(0, HERE)
 from bots import cpu_seconds  # noqa: E402  (bench/bots.py)
 
 
-def pss_kib(pid):
-    """Proportional set size of `pid` in KiB (RSS when smaps_rollup is unavailable)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
+def anon_kib(pid):
+    """Resident anonymous memory of `pid` in KiB (RssAnon: the heap, buffers, state; not the program's text and
+    libraries, whose share in PSS moves whenever another process maps them, e.g. another bzfs on the machine)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith("RssAnon:"):
                 return int(line.split()[1])
     return 0
+
+
+def runqueue_seconds(pid):
+    """Time the threads of `pid` were ready to run but waited for a CPU (schedstat's second field): how much of
+    the wall time the shared machine's other work took from us."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total / 1e9
 
 
 def server_pid(proc):
@@ -104,7 +114,10 @@ def one(n, warp, seconds, decision_hz, policy_kind):
     teams = {"red": (n + 1) // 2, "green": n // 2} if n > 1 else {"red": 1}
     env = bzhead.env.parallel_env(
         teams=teams, opponents={}, episode_seconds=1e6, warp=warp, decision_hz=decision_hz,
-        server_options=["-mp", str(max(n, 8) + 2)], ready_timeout=120.0,
+        server_options=["-mp", str(max(n, 8) + 2)], ready_timeout=60.0,
+        # Joins 0.2 s of wall time apart at any warp: at warp 8 the default 0.2 game-s (25 ms) and the connect
+        # timeout of 5 game-s (0.6 s) lost some of 64 joins on the loaded machine.
+        join_stagger=min(0.2 * warp, 10.0),
     )
     s = env._s
     for attempt in range(3):
@@ -112,12 +125,13 @@ def one(n, warp, seconds, decision_hz, policy_kind):
         proc = s.arenas[0].private.proc
         bzfs = server_pid(proc)
         time.sleep(0.5)
-        mem0 = pss_kib(os.getpid()), pss_kib(bzfs)
+        mem0 = anon_kib(os.getpid()), anon_kib(bzfs)
         try:
             env.reset(seed=0)
             break
         except RuntimeError as e:  # a join timed out (a loaded machine, at a warp): again, on a new server
-            print(f"attempt {attempt + 1}: {str(e)[:200]}", file=sys.stderr)
+            text = str(e)
+            print(f"attempt {attempt + 1}: {text[:120]} ... {text[-300:]}", file=sys.stderr)
             end_server(proc, bzfs)
     else:
         raise SystemExit(f"{n} agents at warp {warp:g}: the agents did not all join in three attempts")
@@ -129,6 +143,7 @@ def one(n, warp, seconds, decision_hz, policy_kind):
     rng = np.random.default_rng(0)
     steps = missed = 0
     policy = 0.0
+    rq0 = runqueue_seconds(os.getpid())
     me0, bz0, lp0, t0 = cpu_seconds(os.getpid()), cpu_seconds(bzfs), loop(), time.monotonic()
     wall = t0
     while wall - t0 < seconds:
@@ -146,14 +161,15 @@ def one(n, warp, seconds, decision_hz, policy_kind):
         if not env.agents:
             env.reset()
     me1, bz1, lp1 = cpu_seconds(os.getpid()), cpu_seconds(bzfs), loop()
-    mem1 = pss_kib(os.getpid()), pss_kib(bzfs)
+    rq1 = runqueue_seconds(os.getpid())
+    mem1 = anon_kib(os.getpid()), anon_kib(bzfs)
     joined = sum(1 for v in env.status().values() if v[0] == "joined")
     env.close()
     end_server(proc, bzfs)
     return {
         "agents": n, "warp": warp, "seconds": wall - t0, "steps": steps, "missed": missed, "joined": joined,
         "process_cpu": me1 - me0, "bzfs_cpu": bz1 - bz0, "loop_cpu": (lp1 - lp0) if has_loop else None,
-        "policy_cpu": policy, "mem_process_kib": mem1[0] - mem0[0], "mem_bzfs_kib": mem1[1] - mem0[1],
+        "policy_cpu": policy, "runqueue": rq1 - rq0, "mem_process_kib": mem1[0] - mem0[0], "mem_bzfs_kib": mem1[1] - mem0[1],
     }
 
 
@@ -167,6 +183,7 @@ def row(label, r):
         f"| {label} | {n} | {r['warp']:g} | {r['steps'] / r['seconds']:,.0f} | {r['steps'] / max(env_cpu, 1e-9):,.0f} "
         f"| {r['missed']} | {us(r['bzfs_cpu'])} | {us(loop) if loop is not None else '–'} | {us(python)} "
         f"| {us(r['policy_cpu'])} | {100 * env_cpu / r['seconds']:.0f} % "
+        f"| {100 * r.get('runqueue', 0.0) / r['seconds']:.0f} % "
         f"| {r['mem_process_kib'] / n:,.0f} / {r['mem_bzfs_kib'] / n:,.0f} |"
     )
 
@@ -188,8 +205,9 @@ def main():
     print(f"# bench/env.py {' '.join(sys.argv[1:])}  ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{os.cpu_count()} cores)")
     print("| build | agents | warp | agent-steps/s | per core (env CPU) | missed | CPU per agent-step: bzfs µs "
-          "| loop µs | python µs | policy µs | env CPU (% of a core) | memory per agent: process / bzfs KiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| loop µs | python µs | policy µs | env CPU (% of a core) | waited for a CPU (% of wall) "
+          "| memory per agent: process / bzfs KiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for warp in [float(x) for x in a.warps.split(",")]:
         for n in [int(x) for x in a.agents.split(",")]:
             for label, path in builds:
