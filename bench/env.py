@@ -3,12 +3,14 @@
 ways, and memory per agent, for 1, 8 and 64 learning tanks at warp 1 and 8 (issue #23).
 
 Usage:
-  bench/env.py [--agents 1,8,64] [--warps 1,8] [--seconds 20] [--decision-hz 10] [--compare DIR]
+  bench/env.py [--agents 1,8,64] [--warps 1,8] [--seconds 20] [--decision-hz 10] [--policy batch|sample]
+               [--compare DIR]
 
 Each configuration (N agents, warp k) runs in a fresh Python process (so its memory figures are its own):
 `bzhead.env.parallel_env` on one private bzfs (the generated CTF world, `-mp` with room for N), N learning tanks
 (red and green alternating), no other players, 10 decisions per game-second, a random policy, stepped for SECONDS
-of wall time after the first reset. The policy: `--policy batch` (the default) draws every agent's action in one
+of wall time after the first reset (the joins 0.2 wall-seconds apart at any warp, and a second or third try on a
+fresh server if one did not get in). The policy: `--policy batch` (the default) draws every agent's action in one
 `numpy` call, uniform within the `Box` action space's bounds; `--policy sample` calls Gymnasium's
 `action_space(agent).sample()` per agent per step (about 50-100 µs each, which at 64 agents and warp 8 is more than
 the game's decision period by itself).
