@@ -141,6 +141,22 @@ pub struct PyEnvCore {
     start: Instant,
     recordings: Vec<Recording>,
     record_warnings: Vec<String>,
+    /// Thread CPU time spent in the event loop with the GIL released (`loop_cpu_seconds`).
+    loop_cpu: Duration,
+}
+
+/// The calling thread's CPU time (zero where there is no such clock): what the event loop itself costs, apart from
+/// the Python around it, for `bench/env.py`. One `clock_gettime` (a vDSO call on Linux) each.
+fn thread_cpu() -> Duration {
+    #[cfg(unix)]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        Duration::ZERO
+    }
 }
 
 fn team_of(s: &str) -> PyResult<Team> {
@@ -156,7 +172,13 @@ fn os_error(e: std::io::Error) -> PyErr {
 
 impl PyEnvCore {
     fn turn(&mut self, py: Python<'_>, wait: Duration) -> PyResult<()> {
-        match Unlocked(&mut self.host).run(py, move |host| host.turn(Some(wait))) {
+        let (result, cpu) = Unlocked(&mut self.host).run(py, move |host| {
+            let t0 = thread_cpu();
+            let r = host.turn(Some(wait));
+            (r, thread_cpu().saturating_sub(t0))
+        });
+        self.loop_cpu += cpu;
+        match result {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
             Err(e) => return Err(os_error(e)),
@@ -413,7 +435,15 @@ impl PyEnvCore {
             start: Instant::now(),
             recordings: Vec::new(),
             record_warnings: Vec::new(),
+            loop_cpu: Duration::ZERO,
         })
+    }
+
+    /// CPU seconds this thread spent in the event loop with the GIL released, since the core was made (the
+    /// native part of `step`, `reset` and `close`; for `bench/env.py`).
+    #[getter]
+    fn loop_cpu_seconds(&self) -> f64 {
+        self.loop_cpu.as_secs_f64()
     }
 
     /// The observation's length.

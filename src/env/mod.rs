@@ -149,16 +149,10 @@ pub fn observe(view: &View<'_>, spec: &ObsSpec, out: &mut Vec<f32>) {
     ]);
 
     // The nearest other tanks.
-    let mut tanks: Vec<_> = view.tanks().iter().filter(|t| t.id != view.me.id).collect();
-    tanks.sort_by(|a, b| {
-        a.pose
-            .pos
-            .distance_squared(pos)
-            .partial_cmp(&b.pose.pos.distance_squared(pos))
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
+    let tanks: Vec<_> = view.tanks().iter().filter(|t| t.id != view.me.id).collect();
+    let order = nearest(tanks.iter().map(|t| t.pose.pos.distance_squared(pos)), spec.nearest);
     for k in 0..spec.nearest {
-        match tanks.get(k) {
+        match order.get(k).and_then(|&i| tanks.get(i)) {
             Some(t) => {
                 let d = to_frame((t.pose.pos - pos).truncate(), az);
                 let tv = to_frame(t.pose.vel.truncate(), az);
@@ -182,15 +176,13 @@ pub fn observe(view: &View<'_>, spec: &ObsSpec, out: &mut Vec<f32>) {
     }
 
     // The nearest flags.
-    let mut flags: Vec<_> = view
+    let flags: Vec<_> = view
         .flags()
         .filter(|f| matches!(f.status, FlagStatus::OnGround | FlagStatus::OnTank | FlagStatus::InAir))
         .collect();
-    flags.sort_by(|a, b| {
-        a.pos.distance_squared(pos).partial_cmp(&b.pos.distance_squared(pos)).unwrap_or(std::cmp::Ordering::Equal)
-    });
+    let order = nearest(flags.iter().map(|f| f.pos.distance_squared(pos)), spec.flags);
     for k in 0..spec.flags {
-        match flags.get(k) {
+        match order.get(k).and_then(|&i| flags.get(i)) {
             Some(f) => {
                 let d = to_frame((f.pos - pos).truncate(), az);
                 out.extend([
@@ -207,7 +199,7 @@ pub fn observe(view: &View<'_>, spec: &ObsSpec, out: &mut Vec<f32>) {
     }
 
     // The nearest shots of others, where they are now.
-    let mut shots: Vec<(Vec3, Vec3, bool)> = view
+    let shots: Vec<(Vec3, Vec3, bool)> = view
         .shots()
         .filter(|s| s.shooter != view.me.id)
         .filter_map(|s| {
@@ -218,11 +210,9 @@ pub fn observe(view: &View<'_>, spec: &ObsSpec, out: &mut Vec<f32>) {
             Some((p, vel, hostile))
         })
         .collect();
-    shots.sort_by(|a, b| {
-        a.0.distance_squared(pos).partial_cmp(&b.0.distance_squared(pos)).unwrap_or(std::cmp::Ordering::Equal)
-    });
+    let order = nearest(shots.iter().map(|s| s.0.distance_squared(pos)), spec.shots);
     for k in 0..spec.shots {
-        match shots.get(k) {
+        match order.get(k).and_then(|&i| shots.get(i)) {
             Some((p, vel, hostile)) => {
                 let d = to_frame((*p - pos).truncate(), az);
                 let sv = to_frame(vel.truncate(), az);
@@ -238,6 +228,25 @@ pub fn observe(view: &View<'_>, spec: &ObsSpec, out: &mut Vec<f32>) {
     for x in &mut out[start..] {
         *x = unit(*x);
     }
+}
+
+/// The indices of the `k` nearest of some items, given their distances in order, nearest first: what a stable sort
+/// by distance puts first (equal distances keep the items' order), with NaN as the farthest. It selects the `k`
+/// and sorts only those (O(n + k log k), not a sort of every tank, flag or shot at every decision), and its order
+/// is total, so no distance a server sends can make it panic.
+fn nearest(distances: impl Iterator<Item = f32>, k: usize) -> Vec<usize> {
+    let mut keyed: Vec<(f32, usize)> =
+        distances.enumerate().map(|(i, d)| (if d.is_nan() { f32::INFINITY } else { d }, i)).collect();
+    let cmp = |a: &(f32, usize), b: &(f32, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if k == 0 {
+        return Vec::new();
+    }
+    if k < keyed.len() {
+        keyed.select_nth_unstable_by(k - 1, cmp);
+        keyed.truncate(k);
+    }
+    keyed.sort_unstable_by(cmp);
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Appends `spec.rays` distances (`/ ray_range`, 1 for nothing within range) from a tank at `pos` heading `azimuth`

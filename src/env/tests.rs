@@ -139,3 +139,23 @@ fn rays_see_the_walls_and_buildings_of_the_world_model() {
     rays(&world, Vec3::ZERO, std::f32::consts::PI, &ObsSpec { rays: 1, ray_range: 50.0, ..spec }, &mut out);
     assert_eq!(out, [1.0]);
 }
+
+#[test]
+fn nearest_picks_what_a_stable_sort_puts_first() {
+    // Ties (the repeated values) keep the items' order, as the stable sort this replaces did.
+    let d = [5.0, 1.0, 3.0, 1.0, 9.0, 0.5, 3.0, 7.0, 1.0, 2.0];
+    let mut sorted: Vec<usize> = (0..d.len()).collect();
+    sorted.sort_by(|&a, &b| d[a].partial_cmp(&d[b]).unwrap());
+    for k in 0..=d.len() + 2 {
+        let got = nearest(d.iter().copied(), k);
+        assert_eq!(got, sorted[..k.min(d.len())], "k = {k}");
+    }
+}
+
+#[test]
+fn nearest_takes_nan_distances_last_without_panicking() {
+    let d = [f32::NAN, 2.0, -f32::NAN, f32::INFINITY, 1.0];
+    assert_eq!(nearest(d.iter().copied(), 3), [4, 1, 0]);
+    assert_eq!(nearest(d.iter().copied(), 5), [4, 1, 0, 2, 3]);
+    assert!(nearest(std::iter::empty(), 4).is_empty());
+}
