@@ -4,6 +4,7 @@ decisions counted, without a hang or a kick."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -57,3 +58,43 @@ def test_an_agent_that_does_not_step_for_a_while_finds_its_game_still_there():
         assert status["red0"][0] == "joined", status
     finally:
         env.close()
+
+
+def _children(pid: int) -> list:
+    """The pids whose parent is `pid` (from /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(d))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_warped_private_server_is_gone_after_close():
+    # Under warp the private bzfs is faketime's child: close() ends both, not only faketime.
+    env = bzhead.env.parallel_env(teams={"red": 1}, opponents={}, warp=8.0, episode_seconds=10.0)
+    try:
+        env.reset(seed=0)
+        env.step({"red0": STILL})
+        wrapper = env._s.arenas[0].private.proc.pid
+        servers = _children(wrapper)
+        assert servers and all(_alive(p) for p in servers), servers
+    finally:
+        env.close()
+    deadline = time.monotonic() + 5.0
+    while any(_alive(p) for p in servers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in servers), f"bzfs {servers} still runs after close()"

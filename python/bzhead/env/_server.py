@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -104,7 +105,10 @@ class PrivateServer:
         args += [str(o) for o in options]
         self.cmd = (faketime_command(warp) if warp != 1.0 else []) + args
         self._log = tempfile.NamedTemporaryFile(prefix="bzhead-env-bzfs-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        # A process group of its own: under `faketime` bzfs is faketime's child, and `stop` ends the whole group.
+        self.proc = subprocess.Popen(
+            self.cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self._wait_ready(ready_timeout)
 
     @property
@@ -128,14 +132,31 @@ class PrivateServer:
             self.stop()
             raise RuntimeError(f"{self.cmd} {error}:\n{self.log()}")
 
+    def _signal_group(self, sig: int) -> bool:
+        """Sends `sig` to the server's process group (bzfs, and faketime when warped); False when none is left."""
+        try:
+            os.killpg(self.proc.pid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def _group_alive(self) -> bool:
+        return self._signal_group(0)
+
     def stop(self) -> None:
+        """Ends bzfs (and its `faketime` parent) and waits for them, even when only one of the two was still up."""
+        if self._signal_group(signal.SIGTERM):
+            deadline = time.monotonic() + 3.0
+            while time.monotonic() < deadline:
+                self.proc.poll()
+                if not self._group_alive():
+                    break
+                time.sleep(0.02)
+            else:
+                self._signal_group(signal.SIGKILL)
         if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            self.proc.kill()
+        self.proc.wait()
         try:
             self._log.close()
             os.unlink(self._log.name)
