@@ -324,6 +324,13 @@ impl Reactor {
         options: SessionOptions,
     ) -> io::Result<SessionId> {
         let now = self.clock.now();
+        // The connect and the handshake wait on the server's CPU and the network, which run in real time: on a
+        // clock faster than real time their timeouts are their length in real time (K times as much game time).
+        let slack = self.clock.scale().max(1.0);
+        let mut config = config;
+        config.hello_timeout = config.hello_timeout.mul_f64(slack);
+        config.join_timeout = config.join_timeout.mul_f64(slack);
+        config.udp_timeout = config.udp_timeout.mul_f64(slack);
         let recorder = Recorder::open(
             options.record.as_deref(),
             options.rec.as_deref(),
@@ -346,7 +353,7 @@ impl Reactor {
             tcp,
             tcp_token: token,
             connected: false,
-            connect_deadline: Some(now + CONNECT_TIMEOUT),
+            connect_deadline: Some(now + CONNECT_TIMEOUT.mul_f64(slack)),
             udp: None,
             udp_queue: VecDeque::new(),
             wq: Vec::new(),

@@ -142,3 +142,28 @@ fn a_flooding_server_does_not_starve_the_other_sessions() {
     r.run_until_done(Instant::now() + WAIT).unwrap();
     let _ = flooder.join();
 }
+
+/// On a clock 8 times as fast as real time, a session's handshake timeout is its length in real time (the server's
+/// CPU and the network are not warped): a listener that accepts and never says hello ends the session after the
+/// `hello_timeout` of real time, not an eighth of it.
+#[test]
+fn handshake_timeouts_are_real_time_on_a_fast_clock() {
+    use bzhead::reactor::ReactorOptions;
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut r = Reactor::with_options(ReactorOptions { time_scale: 8.0 }).unwrap();
+    let config = SessionConfig { hello_timeout: Duration::from_secs(1), ..SessionConfig::default() };
+    let start = Instant::now();
+    let id = r.add_session(silent.local_addr().unwrap(), config, SessionOptions::default()).unwrap();
+    let mut ended = None;
+    while ended.is_none() && start.elapsed() < WAIT {
+        r.turn(Some(Duration::from_millis(50))).unwrap();
+        while let Some((sid, _, ev)) = r.poll_event() {
+            if let (true, Event::Closed { reason, .. }) = (sid == id, ev) {
+                ended = Some((start.elapsed(), reason));
+            }
+        }
+    }
+    let (after, reason) = ended.expect("the session never ended");
+    assert!(matches!(reason, SessionEnd::Timeout { .. }), "{reason}");
+    assert!(after >= Duration::from_millis(900), "the hello timed out after {after:?} of real time, not 1 s");
+}
