@@ -281,6 +281,11 @@ impl PyEnvCore {
         Ok(())
     }
 
+    /// Stopped or left: it will not join again by itself.
+    fn gone(&self, id: BotId) -> bool {
+        self.host.status(id).is_some_and(|s| matches!(s.state, BotState::Stopped(_) | BotState::Left))
+    }
+
     fn joined(&self, id: BotId) -> bool {
         self.host.status(id).is_some_and(|s| matches!(s.state, BotState::Joined))
     }
@@ -299,6 +304,10 @@ impl PyEnvCore {
             // A learner that was in the game and is not any more will not decide: give up now.
             if need_joined && pending.iter().any(|&k| !self.joined(self.learners[k].id)) {
                 return Ok(pending.into_iter().filter(|&k| !self.joined(self.learners[k].id)).collect());
+            }
+            // While joining, a learner the server refused (or that gave up) will not decide either.
+            if !need_joined && pending.iter().any(|&k| self.gone(self.learners[k].id)) {
+                return Ok(pending.into_iter().filter(|&k| self.gone(self.learners[k].id)).collect());
             }
             let now = Instant::now();
             if now >= end {

@@ -8,6 +8,7 @@ import os
 import time
 
 import numpy as np
+import pytest
 
 import bzhead.env
 
@@ -98,3 +99,18 @@ def test_a_warped_private_server_is_gone_after_close():
     while any(_alive(p) for p in servers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in servers), f"bzfs {servers} still runs after close()"
+
+
+def test_a_learner_the_server_refuses_fails_the_reset_at_once():
+    # Room for one red tank: the second learner is refused while joining. reset() says so when that happens,
+    # not after its ready_timeout.
+    env = bzhead.env.parallel_env(
+        teams={"red": 2}, opponents={}, server_options=["-mp", "0,1,0,0,0,2"], ready_timeout=60.0
+    )
+    try:
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"did not get into the game: \['red1'\]"):
+            env.reset(seed=0)
+        assert time.monotonic() - start < 30.0
+    finally:
+        env.close()
