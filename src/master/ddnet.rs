@@ -144,8 +144,12 @@ pub struct DdnetMaster {
     keyed_at: i64,
     allow_private: bool,
     counts: Counts,
-    /// The registered servers as `servers.json` lists them (comma-separated objects, sorted), rebuilt by the first
-    /// list after a change ([`DdnetMaster::changed`]): a server registering again as it was changes nothing.
+    /// Per server (by secret): its `servers.json` object, written when it changed, and its sort key (its
+    /// addresses joined by spaces).
+    fragments: HashMap<String, (String, Vec<u8>)>,
+    /// The registered servers as `servers.json` lists them (the fragments sorted, comma-separated), put together by
+    /// the first list after a change ([`DdnetMaster::changed`]): a server registering again as it was changes
+    /// nothing.
     listed_json: Option<Vec<u8>>,
 }
 
@@ -216,6 +220,7 @@ impl DdnetMaster {
             keyed_at: now,
             allow_private,
             counts: Counts::default(),
+            fragments: HashMap::new(),
             listed_json: None,
         }
     }
@@ -358,6 +363,8 @@ impl DdnetMaster {
             changed = true;
         }
         if changed {
+            let f = fragment(s);
+            self.fragments.insert(secret.to_owned(), f);
             self.changed();
         }
         status("success")
@@ -374,6 +381,10 @@ impl DdnetMaster {
             s.addresses.retain(|a| a != addr);
             if s.addresses.is_empty() {
                 self.servers.remove(secret);
+                self.fragments.remove(secret);
+            } else {
+                let f = fragment(s);
+                self.fragments.insert(secret.to_owned(), f);
             }
         }
     }
@@ -400,12 +411,13 @@ impl DdnetMaster {
 
     /// `servers.json`: the registered servers, then `extra` (federated entries, already in the shape).
     ///
-    /// The registered servers' part is serialized once per change (each server's info written as it is, no copy
-    /// of it), so that a list of [`MAX_ADDRESSES`] servers costs a copy of its bytes while nothing changed.
+    /// Each server's object is serialized when it changes (its info written as it is, no copy of it), and the list
+    /// of them put together once per change, so that a list of [`MAX_ADDRESSES`] servers costs a sort and a
+    /// concatenation after a change and a copy of its bytes while nothing changed.
     pub fn servers_json(&mut self, now: i64, extra: Vec<Value>) -> String {
         self.tick(now);
         self.counts.lists += 1;
-        let listed = self.listed_json.get_or_insert_with(|| listed_json(&self.servers));
+        let listed = self.listed_json.get_or_insert_with(|| listed_json(&self.fragments));
         let mut out = Vec::with_capacity(listed.len() + 16 + extra.len() * 256);
         out.extend_from_slice(br#"{"servers":["#);
         out.extend_from_slice(listed);
@@ -422,25 +434,30 @@ impl DdnetMaster {
     }
 }
 
-/// The registered servers as `servers.json` lists them: `{"addresses":[...],"info":{...}}` objects separated by
-/// commas, sorted by their addresses (joined by spaces).
-fn listed_json(servers: &HashMap<String, DdServer>) -> Vec<u8> {
-    let mut rows: Vec<(String, &DdServer)> = servers
-        .values()
-        .map(|s| (s.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "), s))
-        .collect();
+/// A server's object in `servers.json` (`{"addresses":[...],"info":{...}}`) and its sort key.
+fn fragment(s: &DdServer) -> (String, Vec<u8>) {
+    let addresses: Vec<String> = s.addresses.iter().map(ToString::to_string).collect();
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(br#"{"addresses":"#);
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &addresses);
+    out.extend_from_slice(br#","info":"#);
+    let _ = serde_json::to_writer(&mut out, &s.info);
+    out.push(b'}');
+    (addresses.join(" "), out)
+}
+
+/// The registered servers as `servers.json` lists them: their objects sorted by their addresses (joined by spaces),
+/// separated by commas.
+fn listed_json(fragments: &HashMap<String, (String, Vec<u8>)>) -> Vec<u8> {
+    let mut rows: Vec<&(String, Vec<u8>)> = fragments.values().collect();
     rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut out = Vec::with_capacity(rows.len() * 512);
-    for (i, (_, s)) in rows.iter().enumerate() {
+    let mut out = Vec::with_capacity(rows.iter().map(|r| r.1.len() + 1).sum());
+    for (i, (_, f)) in rows.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(br#"{"addresses":"#);
-        let addresses: Vec<String> = s.addresses.iter().map(ToString::to_string).collect();
-        let _ = serde_json::to_writer(&mut out, &addresses);
-        out.extend_from_slice(br#","info":"#);
-        let _ = serde_json::to_writer(&mut out, &s.info);
-        out.push(b'}');
+        out.extend_from_slice(f);
     }
     out
 }
