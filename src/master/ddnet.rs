@@ -444,6 +444,7 @@ fn fragment(s: &DdServer) -> (String, Vec<u8>) {
     out.extend_from_slice(br#","info":"#);
     let _ = serde_json::to_writer(&mut out, &s.info);
     out.push(b'}');
+    out.shrink_to_fit(); // kept for as long as the server is listed
     (addresses.join(" "), out)
 }
 
