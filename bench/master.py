@@ -4,7 +4,10 @@ run: registrations and heartbeats handled per second, `getservers` answered per 
 request), and resident memory per listed server.
 
 Usage: bench/master.py [--bzhead target/release/bzhead] [--dpmaster /tmp/dpmaster-src/src/dpmaster]
-                       [--servers 10000] [--heartbeats 100000] [--lists 300] [--only bzhead|dpmaster]
+                       [--before OLD_BZHEAD] [--servers 10000] [--heartbeats 100000] [--lists 300]
+                       [--only bzhead|dpmaster]
+
+`--before` adds a row for another bzhead build (an earlier commit's, kept aside), measured in the same run.
 
 dpmaster is built from its public C source (kphillisjr/dpmaster, dpmaster 2.2) with `make release` outside this tree;
 it is never committed here. Both masters get the same policies: no flood protection (`--dpmaster-flood-throttle 0`;
@@ -40,10 +43,10 @@ def free_udp_port():
     return p
 
 
-def start(kind, a, tmp):
+def start(kind, a, tmp, binary=None):
     port = free_udp_port()
     if kind == "bzhead":
-        cmd = [a.bzhead, "monitor", "--db", os.path.join(tmp, "m.db"), "--dpmaster", "127.0.0.1:%d" % port,
+        cmd = [binary or a.bzhead, "monitor", "--db", os.path.join(tmp, "m.db"), "--dpmaster", "127.0.0.1:%d" % port,
                "--allow-private", "--dpmaster-max-servers", str(a.servers * 2),
                "--dpmaster-max-per-address", str(a.servers * 2), "--dpmaster-flood-throttle", "0",
                "--interval", "86400"]
@@ -159,9 +162,9 @@ def lists(master, n, expect):
     return done, entries / max(done, 1)
 
 
-def measure(kind, a):
+def measure(kind, a, label=None, binary=None):
     tmp = tempfile.mkdtemp(prefix="bench-master-")
-    p, master = start(kind, a, tmp)
+    p, master = start(kind, a, tmp, binary)
     try:
         rss0 = rss_kib(p.pid)
         cpu0, t0 = cpu_of(p.pid), time.monotonic()
@@ -174,7 +177,7 @@ def measure(kind, a):
         done, per = lists(master, a.lists, listed)
         cpu3, t3 = cpu_of(p.pid), time.monotonic()
         return {
-            "kind": kind, "listed": listed,
+            "kind": label or kind, "listed": listed,
             "reg_per_s": listed / (t1 - t0), "reg_cpu_us": (cpu1 - cpu0) / max(listed, 1) * 1e6,
             "hb": hb, "hb_per_s": hb / (t2 - t1), "hb_cpu_us": (cpu2 - cpu1) / max(hb, 1) * 1e6,
             "lists": done, "entries": per, "list_per_s": done / (t3 - t2),
@@ -193,12 +196,17 @@ def main():
     ap.add_argument("--servers", type=int, default=10000)
     ap.add_argument("--heartbeats", type=int, default=100000)
     ap.add_argument("--lists", type=int, default=300)
+    ap.add_argument("--before", help="another bzhead build, measured as a row 'bzhead (before)'")
     ap.add_argument("--only", choices=["bzhead", "dpmaster"])
     a = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
     kinds = [a.only] if a.only else ["dpmaster", "bzhead"]
-    rows = [measure(k, a) for k in kinds]
+    rows = []
+    for k in kinds:
+        if k == "bzhead" and a.before:
+            rows.append(measure(k, a, "bzhead (before)", a.before))
+        rows.append(measure(k, a))
     print("| master | listed | registrations/s | CPU/registration | heartbeats/s | CPU/heartbeat | getservers/s "
           "(entries each) | CPU/getservers | RSS before → after | bytes/listed server |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -17,7 +17,7 @@
 //! Bounds: [`MAX_ADDRESSES`] addresses, [`MAX_PER_IP`] per IP address, header values of at most [`MAX_HEADER`]
 //! bytes; the body by the HTTP layer ([`crate::master::MAX_BODY`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use md5::{Digest, Md5};
@@ -144,6 +144,13 @@ pub struct DdnetMaster {
     keyed_at: i64,
     allow_private: bool,
     counts: Counts,
+    /// Per server (by secret): its `servers.json` object, written when it changed, and its sort key (its
+    /// addresses joined by spaces).
+    fragments: HashMap<String, (String, Vec<u8>)>,
+    /// The registered servers as `servers.json` lists them (the fragments sorted, comma-separated), put together by
+    /// the first list after a change ([`DdnetMaster::changed`]): a server registering again as it was changes
+    /// nothing.
+    listed_json: Option<Vec<u8>>,
 }
 
 fn status(s: &str) -> Reply {
@@ -213,6 +220,8 @@ impl DdnetMaster {
             keyed_at: now,
             allow_private,
             counts: Counts::default(),
+            fragments: HashMap::new(),
+            listed_json: None,
         }
     }
 
@@ -342,22 +351,40 @@ impl DdnetMaster {
             info: Value::Null,
             first_seen: now,
         });
+        let mut changed = false;
         if !s.addresses.contains(&addr) {
             s.addresses.push(addr);
             s.addresses.sort_unstable();
+            changed = true;
         }
         if let Some(info) = info.filter(|_| info_serial > s.info_serial) {
             s.info_serial = info_serial;
             s.info = info;
+            changed = true;
+        }
+        if changed {
+            let f = fragment(s);
+            self.fragments.insert(secret.to_owned(), f);
+            self.changed();
         }
         status("success")
     }
 
+    /// The list changed: `servers.json`'s cached part is rebuilt when next asked for.
+    fn changed(&mut self) {
+        self.listed_json = None;
+    }
+
     fn detach(&mut self, addr: &DdAddr, secret: &str) {
+        self.changed();
         if let Some(s) = self.servers.get_mut(secret) {
             s.addresses.retain(|a| a != addr);
             if s.addresses.is_empty() {
                 self.servers.remove(secret);
+                self.fragments.remove(secret);
+            } else {
+                let f = fragment(s);
+                self.fragments.insert(secret.to_owned(), f);
             }
         }
     }
@@ -383,19 +410,57 @@ impl DdnetMaster {
     }
 
     /// `servers.json`: the registered servers, then `extra` (federated entries, already in the shape).
+    ///
+    /// Each server's object is serialized when it changes (its info written as it is, no copy of it), and the list
+    /// of them put together once per change, so that a list of [`MAX_ADDRESSES`] servers costs a sort and a
+    /// concatenation after a change and a copy of its bytes while nothing changed.
     pub fn servers_json(&mut self, now: i64, extra: Vec<Value>) -> String {
         self.tick(now);
         self.counts.lists += 1;
-        let mut list: BTreeMap<String, Value> = BTreeMap::new();
-        for s in self.servers.values() {
-            let addresses: Vec<String> = s.addresses.iter().map(|a| a.to_string()).collect();
-            let key = addresses.join(" ");
-            list.insert(key, json!({"addresses": addresses, "info": s.info}));
+        let listed = self.listed_json.get_or_insert_with(|| listed_json(&self.fragments));
+        let mut out = Vec::with_capacity(listed.len() + 16 + extra.len() * 256);
+        out.extend_from_slice(br#"{"servers":["#);
+        out.extend_from_slice(listed);
+        for (i, e) in extra.iter().enumerate() {
+            if i > 0 || !listed.is_empty() {
+                out.push(b',');
+            }
+            // Writing a `Value` into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, e);
         }
-        let mut servers: Vec<Value> = list.into_values().collect();
-        servers.extend(extra);
-        json!({ "servers": servers }).to_string()
+        out.extend_from_slice(b"]}");
+        // serde_json writes UTF-8 only.
+        String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// A server's object in `servers.json` (`{"addresses":[...],"info":{...}}`) and its sort key.
+fn fragment(s: &DdServer) -> (String, Vec<u8>) {
+    let addresses: Vec<String> = s.addresses.iter().map(ToString::to_string).collect();
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(br#"{"addresses":"#);
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &addresses);
+    out.extend_from_slice(br#","info":"#);
+    let _ = serde_json::to_writer(&mut out, &s.info);
+    out.push(b'}');
+    out.shrink_to_fit(); // kept for as long as the server is listed
+    (addresses.join(" "), out)
+}
+
+/// The registered servers as `servers.json` lists them: their objects sorted by their addresses (joined by spaces),
+/// separated by commas.
+fn listed_json(fragments: &HashMap<String, (String, Vec<u8>)>) -> Vec<u8> {
+    let mut rows: Vec<&(String, Vec<u8>)> = fragments.values().collect();
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::with_capacity(rows.iter().map(|r| r.1.len() + 1).sum());
+    for (i, (_, f)) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(f);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -494,5 +559,73 @@ mod tests {
         }
         assert_eq!(m.servers().count(), MAX_PER_IP);
         assert_eq!(m.counts().refused, 1000 - MAX_PER_IP as u64);
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Registers `secret` from `ip` with `info` at `serial`, through the challenge.
+    fn register(m: &mut DdnetMaster, ip: &str, secret: &str, serial: i64, info: &str, now: i64) {
+        let src: IpAddr = ip.parse().unwrap();
+        let mut h = vec![
+            ("address", "tw-0.6+udp://connecting-address.invalid:8303".to_owned()),
+            ("secret", secret.to_owned()),
+            ("challenge-secret", "cs".to_owned()),
+            ("info-serial", serial.to_string()),
+        ];
+        fn get<'a>(h: &'a [(&'static str, String)]) -> impl Fn(&str) -> Option<String> + 'a {
+            move |k| h.iter().find(|(n, _)| n.eq_ignore_ascii_case(k)).map(|(_, v)| v.clone())
+        }
+        let r = m.register(&get(&h), info.as_bytes(), src, now);
+        let token = match r.challenge {
+            Some((_, pkt)) => {
+                let rest = &pkt[14..];
+                String::from_utf8(rest.split(|b| *b == 0).nth(1).unwrap().to_vec()).unwrap()
+            }
+            None => return,
+        };
+        h.push(("challenge-token", token));
+        let r = m.register(&get(&h), info.as_bytes(), src, now);
+        assert!(r.body.contains("success"), "{r:?}");
+    }
+
+    /// `servers.json` built from the servers as one JSON value (the shape the cached bytes must have).
+    fn reference(m: &DdnetMaster, extra: &[Value]) -> String {
+        let mut list: BTreeMap<String, Value> = BTreeMap::new();
+        for s in m.servers() {
+            let addresses: Vec<String> = s.addresses.iter().map(|a| a.to_string()).collect();
+            list.insert(addresses.join(" "), json!({"addresses": addresses, "info": s.info}));
+        }
+        let mut servers: Vec<Value> = list.into_values().collect();
+        servers.extend(extra.iter().cloned());
+        json!({ "servers": servers }).to_string()
+    }
+
+    #[test]
+    fn the_cached_list_follows_every_change() {
+        let mut m = DdnetMaster::new(false, 0);
+        let extra = vec![json!({"addresses": ["tw-0.6+udp://93.184.216.99:8303"], "info": {"name": "fed"}})];
+        let check = |m: &mut DdnetMaster, now: i64, what: &str| {
+            assert_eq!(m.servers_json(now, vec![]), reference(m, &[]), "{what}");
+            assert_eq!(m.servers_json(now, extra.clone()), reference(m, &extra), "{what}, with extra");
+        };
+        check(&mut m, 1, "empty");
+        register(&mut m, "93.184.216.20", "b", 1, r#"{"name":"b \"quoted\" é"}"#, 1);
+        register(&mut m, "93.184.216.10", "a", 1, r#"{"name":"a","clients":[]}"#, 1);
+        check(&mut m, 2, "two");
+        // Another address of a server; a new info; the same again (no change).
+        register(&mut m, "93.184.216.11", "a", 1, r#"{"name":"a","clients":[]}"#, 3);
+        check(&mut m, 3, "a second address");
+        register(&mut m, "93.184.216.20", "b", 2, r#"{"name":"b2"}"#, 4);
+        check(&mut m, 4, "new info");
+        assert!(m.servers_json(4, vec![]).contains(r#""name":"b2""#));
+        register(&mut m, "93.184.216.20", "b", 2, r#"{"name":"b2"}"#, 20);
+        check(&mut m, 20, "registered again");
+        // a's addresses lapse (last at 1 and 3); b stays.
+        check(&mut m, 34, "expired");
+        assert_eq!(m.servers().count(), 1);
     }
 }

@@ -28,11 +28,13 @@
 //! `--allow-loopback`); an IPv6 address counts by its /64, as in dpmaster. Beyond dpmaster: heartbeats are throttled per IP address too (a burst of twice the per-address
 //! cap, then one per server slot every [`CHALLENGE_TIMEOUT`]), datagrams over [`MAX_DATAGRAM_IN`] bytes are refused
 //! unread, and the tables of throttled peers hold at most [`MAX_PEERS`] addresses each. Memory is bounded by the caps:
-//! at most `max_servers` servers (pending ones included) with strings of at most [`GAMENAME_MAX`] and
-//! [`GAMETYPE_MAX`] bytes, at most two peer tables of [`MAX_PEERS`], and one reply's datagrams queued.
+//! at most `max_servers` servers (pending ones included), a 72-byte record each in one array, their game names and
+//! types interned (at most [`MAX_NAMES`] of each at once, of at most [`GAMENAME_MAX`] and [`GAMETYPE_MAX`] bytes: a
+//! registration with a new one past that is refused), at most two peer tables of [`MAX_PEERS`], and one reply's
+//! datagrams queued. Ended leases and unanswered challenges are swept out of the array at most every
+//! [`SWEEP_EVERY`] (out of every list at once). `now` must not go back before the first input's.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -252,24 +254,127 @@ pub struct Listed {
     pub max_clients: u32,
 }
 
-struct Listing {
-    game: Box<str>,
-    gametype: Box<str>,
+/// A server's address as a reply carries it: `\` + IPv4 address + port (7 bytes used, the rest zero) or `/` + IPv6
+/// address + port (19 bytes), ports big-endian. It is also the server's key.
+type Record = [u8; 19];
+
+fn record(a: SocketAddr) -> Record {
+    let mut r = [0u8; 19];
+    match a.ip() {
+        IpAddr::V4(ip) => {
+            r[0] = b'\\';
+            r[1..5].copy_from_slice(&ip.octets());
+            r[5..7].copy_from_slice(&a.port().to_be_bytes());
+        }
+        IpAddr::V6(ip) => {
+            r[0] = b'/';
+            r[1..17].copy_from_slice(&ip.octets());
+            r[17..19].copy_from_slice(&a.port().to_be_bytes());
+        }
+    }
+    r
+}
+
+fn address(r: &Record) -> SocketAddr {
+    let (ip, port): (IpAddr, [u8; 2]) = if r[0] == b'\\' {
+        (IpAddr::from([r[1], r[2], r[3], r[4]]), [r[5], r[6]])
+    } else {
+        let mut v6 = [0u8; 16];
+        v6.copy_from_slice(&r[1..17]);
+        (IpAddr::from(v6), [r[17], r[18]])
+    };
+    SocketAddr::new(ip, u16::from_be_bytes(port))
+}
+
+/// [`Server::hb_game`] of a server whose heartbeat named no game (`DarkPlaces`).
+const NO_GAME: u32 = u32::MAX;
+/// A name id no name has: a request's game or game type that no listed server has.
+const NO_NAME: u16 = u16::MAX;
+
+/// A server, pending or listed: one record of the master's dense table, 72 bytes (a unit test holds it to that).
+/// Times are nanoseconds since the master's first input.
+struct Server {
+    rec: Record,
+    /// It has a listing (the fields below `hb_game` are its): it answered a challenge.
+    listed: bool,
+    /// It registered with a game's heartbeat (it can name the game of an anonymous request).
+    anonymous: bool,
+    /// A challenge was sent that is not used yet.
+    challenged: bool,
+    /// The game its last heartbeat named (an index in the games), [`NO_GAME`] for `DarkPlaces`.
+    hb_game: u32,
+    /// Game name and type, ids in the master's [`Names`].
+    game: u16,
+    gametype: u16,
     protocol: i32,
     clients: u32,
     max_clients: u32,
-    /// It registered with a game's heartbeat (it can name the game of an anonymous request).
-    anonymous: bool,
+    challenge: [u8; CHALLENGE_LEN],
+    /// Pending: until when it waits for its answer; listed: the end of its lease.
+    expires: u64,
+    /// Until when the challenge may be answered.
+    challenge_until: u64,
 }
 
-struct Server {
-    /// The challenge sent and until when it may be answered (taken by the reply that uses it).
-    challenge: Option<([u8; CHALLENGE_LEN], Instant)>,
-    /// The game its last heartbeat named (an index in the games), `None` for `DarkPlaces`.
-    hb_game: Option<usize>,
-    listing: Option<Listing>,
-    /// Pending: until when it waits for its answer; listed: the end of its lease.
-    expires: Instant,
+/// Most distinct game names, and most distinct game types, held at once ([`Names`]): a registration with a new one
+/// past it is refused. Not reached with the default [`Config::max_servers`] (one name of each per server).
+pub const MAX_NAMES: usize = 4096;
+
+/// Game names (or game types) interned: a server holds a 2-byte id, not a string. At most [`MAX_NAMES`] distinct
+/// names at once, each counted by the servers that hold it and freed with the last of them, so that the table
+/// cannot grow past the bound whatever peers send.
+#[derive(Default)]
+struct Names {
+    ids: HashMap<Box<str>, u16>,
+    /// By id: the name and how many servers hold it (0: a free id, listed in `free`).
+    names: Vec<(Box<str>, u32)>,
+    free: Vec<u16>,
+}
+
+impl Names {
+    /// The id of `name` if a server holds it.
+    fn get(&self, name: &str) -> Option<u16> {
+        self.ids.get(name).copied()
+    }
+
+    /// Takes a hold of `name`: its id, `None` when it is new and [`MAX_NAMES`] are held.
+    fn acquire(&mut self, name: &str) -> Option<u16> {
+        if let Some(&id) = self.ids.get(name) {
+            if let Some((_, refs)) = self.names.get_mut(usize::from(id)) {
+                *refs += 1;
+            }
+            return Some(id);
+        }
+        if self.ids.len() >= MAX_NAMES {
+            return None;
+        }
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => u16::try_from(self.names.len()).ok().filter(|id| *id != NO_NAME)?,
+        };
+        let entry = (Box::<str>::from(name), 1);
+        match self.names.get_mut(usize::from(id)) {
+            Some(slot) => *slot = entry,
+            None => self.names.push(entry),
+        }
+        self.ids.insert(name.into(), id);
+        Some(id)
+    }
+
+    /// Lets go of a hold of `id`.
+    fn release(&mut self, id: u16) {
+        let Some((name, refs)) = self.names.get_mut(usize::from(id)) else { return };
+        *refs = refs.saturating_sub(1);
+        if *refs == 0 {
+            self.ids.remove(&**name);
+            *name = Box::from("");
+            self.free.push(id);
+        }
+    }
+
+    fn name(&self, id: u16) -> &str {
+        self.names.get(usize::from(id)).map_or("", |(n, _)| n)
+    }
 }
 
 /// A per-address rate limit (GCRA): a burst of `burst`, then one every `every`.
@@ -363,13 +468,30 @@ impl Challenges {
     }
 }
 
+/// A sweep of the table for ended leases and unanswered challenges runs at most this often (a deadline waits for
+/// the next one): the table is an array walked in full, and a steady stream of new servers would otherwise walk it
+/// for each of them. Ended leases are out of every list at once; only their slots are freed that much later.
+pub const SWEEP_EVERY: Duration = Duration::from_millis(200);
+
 /// The master. See the module documentation.
+///
+/// The servers are one dense array (walked in order by a list request: a reply is a copy of the [`Record`]s that
+/// pass its filters), found by address through an index, removed by swapping the last one into their slot.
 pub struct Dpmaster {
     cfg: Config,
-    servers: HashMap<SocketAddr, Server>,
-    per_ip: HashMap<IpAddr, usize>,
-    /// Deadlines (pending and lease ends), stale ones skipped when popped.
-    expiry: BinaryHeap<Reverse<(Instant, SocketAddr)>>,
+    servers: Vec<Server>,
+    /// Position in `servers` by record.
+    index: HashMap<Record, u32>,
+    /// Servers per IPv4 address or IPv6 /64 ([`quota_slot`]).
+    per_ip: HashMap<u64, u32>,
+    games: Names,
+    types: Names,
+    /// The first input's time: the table's times are nanoseconds since it.
+    epoch: Option<Instant>,
+    /// No server's deadline is before this (nanoseconds; it may be earlier than the earliest one).
+    next_deadline: Option<u64>,
+    /// When the last sweep ran (nanoseconds).
+    last_sweep: Option<u64>,
     clients: Throttle,
     heartbeats: Throttle,
     challenges: Challenges,
@@ -416,6 +538,15 @@ fn atoi(v: &[u8]) -> u32 {
         .fold(0u32, |n, b| n.saturating_mul(10).saturating_add(u32::from(b - b'0')))
 }
 
+/// The per-address cap's key: an IPv4 address (tagged in the top byte with `ff`, a multicast prefix no source has)
+/// or an IPv6 address's /64 (as [`quota_key`]).
+fn quota_slot(ip: IpAddr) -> u64 {
+    match ip {
+        IpAddr::V4(v4) => 0xff00_0000_0000_0000 | u64::from(u32::from(v4)),
+        IpAddr::V6(v6) => (u128::from(v6) >> 64) as u64,
+    }
+}
+
 impl Dpmaster {
     /// A master with these policies.
     pub fn new(cfg: Config) -> Dpmaster {
@@ -425,15 +556,35 @@ impl Dpmaster {
             clients: Throttle::new(cfg.flood_throttle, FP_DECAY),
             heartbeats: Throttle::new(hb_burst, hb_every),
             cfg,
-            servers: HashMap::new(),
+            servers: Vec::new(),
+            index: HashMap::new(),
             per_ip: HashMap::new(),
-            expiry: BinaryHeap::new(),
+            games: Names::default(),
+            types: Names::default(),
+            epoch: None,
+            next_deadline: None,
+            last_sweep: None,
             challenges: Challenges::default(),
             out: VecDeque::new(),
             counters: Counters::default(),
             listed: 0,
             mirrored: Vec::new(),
         }
+    }
+
+    /// `now` as the table's time (the first input's time is 0; an earlier `now` is 0 too).
+    fn ns(&mut self, now: Instant) -> u64 {
+        let epoch = *self.epoch.get_or_insert(now);
+        u64::try_from(now.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn duration_ns(d: Duration) -> u64 {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A deadline at `t` (nanoseconds).
+    fn deadline(&mut self, t: u64) {
+        self.next_deadline = Some(self.next_deadline.map_or(t, |d| d.min(t)));
     }
 
     /// The counters, with the servers listed and pending.
@@ -444,19 +595,17 @@ impl Dpmaster {
 
     /// The servers listed at `now`.
     pub fn listed(&self, now: Instant) -> Vec<Listed> {
+        let now = self.epoch.map_or(0, |e| now.saturating_duration_since(e).as_nanos());
         self.servers
             .iter()
-            .filter(|(_, s)| s.expires > now)
-            .filter_map(|(a, s)| {
-                let l = s.listing.as_ref()?;
-                Some(Listed {
-                    addr: *a,
-                    game: l.game.to_string(),
-                    protocol: l.protocol,
-                    gametype: l.gametype.to_string(),
-                    clients: l.clients,
-                    max_clients: l.max_clients,
-                })
+            .filter(|s| s.listed && u128::from(s.expires) > now)
+            .map(|s| Listed {
+                addr: address(&s.rec),
+                game: self.games.name(s.game).to_owned(),
+                protocol: s.protocol,
+                gametype: self.types.name(s.gametype).to_owned(),
+                clients: s.clients,
+                max_clients: s.max_clients,
             })
             .collect()
     }
@@ -469,6 +618,11 @@ impl Dpmaster {
     pub fn set_mirrored(&mut self, mut list: Vec<Listed>) {
         list.truncate(self.cfg.max_servers);
         self.mirrored = list;
+    }
+
+    /// The position of the server at `addr` (canonical) in the table.
+    fn find(&self, addr: SocketAddr) -> Option<usize> {
+        self.index.get(&record(addr)).map(|&i| i as usize)
     }
 
     /// A datagram from `from` on the service's socket `socket` (replies go out on the same socket).
@@ -503,47 +657,57 @@ impl Dpmaster {
         self.out.pop_front()
     }
 
-    /// When [`Dpmaster::handle_timeout`] is due next (a pending server or a lease ends).
+    /// When [`Dpmaster::handle_timeout`] is due next: a pending server's wait or a lease ends (at most every
+    /// [`SWEEP_EVERY`]).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.expiry.peek().map(|Reverse((t, _))| *t)
+        let due = self.next_deadline?;
+        let due = self.last_sweep.map_or(due, |t| due.max(t.saturating_add(Self::duration_ns(SWEEP_EVERY))));
+        self.epoch?.checked_add(Duration::from_nanos(due))
     }
 
     /// Drops the pending servers whose challenge went unanswered and the servers whose lease ended.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&Reverse((t, addr))) = self.expiry.peek() {
-            if t > now {
-                break;
+        let now = self.ns(now);
+        self.last_sweep = Some(now);
+        let mut next = None::<u64>;
+        let mut i = 0;
+        while let Some(s) = self.servers.get(i) {
+            if s.expires > now {
+                next = Some(next.map_or(s.expires, |n| n.min(s.expires)));
+                i += 1;
+                continue;
             }
-            self.expiry.pop();
-            let Some(s) = self.servers.get(&addr) else { continue };
-            if s.expires != t {
-                continue; // stale: renewed since
-            }
-            if s.listing.is_some() {
+            if s.listed {
                 self.counters.leases_expired += 1;
-                debug!(server = %addr, "dpmaster: lease expired");
+                debug!(server = %address(&s.rec), "dpmaster: lease expired");
             } else {
                 self.counters.challenges_failed += 1;
             }
-            self.remove(addr);
+            self.remove_at(i); // the last server comes to `i`: looked at next
         }
-        // Renewals leave stale entries behind; rebuild when they outnumber the live ones.
-        if self.expiry.len() > 2 * self.servers.len() + 1024 {
-            self.expiry = self.servers.iter().map(|(a, s)| Reverse((s.expires, *a))).collect();
-        }
+        self.next_deadline = next;
     }
 
-    fn remove(&mut self, addr: SocketAddr) {
-        if let Some(s) = self.servers.remove(&addr) {
-            if s.listing.is_some() {
-                self.listed = self.listed.saturating_sub(1);
-            }
-            let key = quota_key(addr.ip());
-            if let Some(n) = self.per_ip.get_mut(&key) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    self.per_ip.remove(&key);
-                }
+    /// Removes the server at `i`, the last one taking its place.
+    fn remove_at(&mut self, i: usize) {
+        if i >= self.servers.len() {
+            return;
+        }
+        let s = self.servers.swap_remove(i);
+        self.index.remove(&s.rec);
+        if let Some(moved) = self.servers.get(i) {
+            self.index.insert(moved.rec, i as u32);
+        }
+        if s.listed {
+            self.listed = self.listed.saturating_sub(1);
+            self.games.release(s.game);
+            self.types.release(s.gametype);
+        }
+        let key = quota_slot(address(&s.rec).ip());
+        if let Some(n) = self.per_ip.get_mut(&key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.per_ip.remove(&key);
             }
         }
     }
@@ -556,7 +720,7 @@ impl Dpmaster {
         self.counters.heartbeats += 1;
         let tag = rest.split(|b| b.is_ascii_whitespace()).next().unwrap_or_default();
         let hb_game = if tag == b"DarkPlaces" {
-            None
+            NO_GAME
         } else if let Some(i) =
             self.cfg.games.iter().position(|g| g.heartbeat.as_deref().map(str::as_bytes) == Some(tag))
         {
@@ -564,7 +728,13 @@ impl Dpmaster {
                 self.counters.refused += 1;
                 return;
             }
-            Some(i)
+            match u32::try_from(i) {
+                Ok(i) if i != NO_GAME => i,
+                _ => {
+                    self.counters.refused += 1;
+                    return;
+                }
+            }
         } else if self.cfg.games.iter().any(|g| g.flatline.as_deref().map(str::as_bytes) == Some(tag)) {
             return; // a server shutting down: its lease runs out
         } else {
@@ -581,30 +751,56 @@ impl Dpmaster {
             self.counters.throttled += 1;
             return;
         }
-        if !self.servers.contains_key(&from) {
-            let on_ip = self.per_ip.get(&quota_key(from.ip())).copied().unwrap_or(0);
-            if self.servers.len() >= self.cfg.max_servers || on_ip >= self.cfg.max_per_address {
-                self.counters.refused += 1;
-                debug!(%from, "dpmaster: server table or address quota full");
-                return;
-            }
-            let expires = now + CHALLENGE_TIMEOUT;
-            self.servers.insert(from, Server { challenge: None, hb_game, listing: None, expires });
-            *self.per_ip.entry(quota_key(from.ip())).or_default() += 1;
-            self.expiry.push(Reverse((expires, from)));
-        }
-        let Some(s) = self.servers.get_mut(&from) else { return };
-        let reuse = s.challenge.filter(|(_, until)| *until >= now && s.hb_game == hb_game);
-        let challenge = match reuse {
-            Some((c, _)) => c,
+        let now = self.ns(now);
+        let i = match self.find(from) {
+            Some(i) => i,
             None => {
-                let Some(c) = self.challenges.next() else {
+                let slot = quota_slot(from.ip());
+                let on_ip = self.per_ip.get(&slot).copied().unwrap_or(0) as usize;
+                if self.servers.len() >= self.cfg.max_servers || on_ip >= self.cfg.max_per_address {
+                    self.counters.refused += 1;
+                    debug!(%from, "dpmaster: server table or address quota full");
+                    return;
+                }
+                let Ok(i) = u32::try_from(self.servers.len()) else {
                     self.counters.refused += 1;
                     return;
                 };
-                s.challenge = Some((c, now + CHALLENGE_TIMEOUT));
-                c
+                let expires = now.saturating_add(Self::duration_ns(CHALLENGE_TIMEOUT));
+                let rec = record(from);
+                self.servers.push(Server {
+                    rec,
+                    listed: false,
+                    anonymous: false,
+                    challenged: false,
+                    hb_game,
+                    game: NO_NAME,
+                    gametype: NO_NAME,
+                    protocol: 0,
+                    clients: 0,
+                    max_clients: 0,
+                    challenge: [0; CHALLENGE_LEN],
+                    expires,
+                    challenge_until: 0,
+                });
+                self.index.insert(rec, i);
+                *self.per_ip.entry(slot).or_default() += 1;
+                self.deadline(expires);
+                i as usize
             }
+        };
+        let Some(s) = self.servers.get_mut(i) else { return };
+        let challenge = if s.challenged && s.challenge_until >= now && s.hb_game == hb_game {
+            s.challenge
+        } else {
+            let Some(c) = self.challenges.next() else {
+                self.counters.refused += 1;
+                return;
+            };
+            s.challenge = c;
+            s.challenged = true;
+            s.challenge_until = now.saturating_add(Self::duration_ns(CHALLENGE_TIMEOUT));
+            c
         };
         s.hb_game = hb_game;
         let mut bytes = Vec::with_capacity(4 + 8 + CHALLENGE_LEN);
@@ -615,16 +811,17 @@ impl Dpmaster {
     }
 
     fn info_response(&mut self, now: Instant, from: SocketAddr, info: &[u8]) {
-        let Some(s) = self.servers.get_mut(&from) else {
+        let now = self.ns(now);
+        let Some(i) = self.find(from) else {
             self.counters.challenges_failed += 1;
             return;
         };
+        let Some(s) = self.servers.get(i) else { return };
         // No challenge waiting (none sent, or already used: a replay), or too late.
-        let Some((challenge, until)) = s.challenge.filter(|(_, until)| *until >= now) else {
+        if !s.challenged || s.challenge_until < now {
             self.counters.challenges_failed += 1;
             return;
-        };
-        let _ = until;
+        }
         let mut keys: [Option<&[u8]>; 6] = [None; 6];
         const NAMES: [&[u8]; 6] = [b"challenge", b"protocol", b"gametype", b"sv_maxclients", b"clients", b"gamename"];
         for (k, v) in query_quake3::msg::raw_pairs(info) {
@@ -633,7 +830,7 @@ impl Dpmaster {
             }
         }
         let [got, protocol, gametype, max_clients, clients, gamename] = keys;
-        if got != Some(&challenge[..]) {
+        if got != Some(&s.challenge[..]) {
             // A wrong challenge does not spend the right one (a forged reply must not cancel the real one).
             self.counters.challenges_failed += 1;
             return;
@@ -658,7 +855,8 @@ impl Dpmaster {
         let Some(clients) = clients.map(atoi) else {
             return refuse(&mut self.counters, "clients");
         };
-        let hb_name = s.hb_game.and_then(|i| self.cfg.games.get(i)).map(|g| g.name.as_bytes());
+        let hb_name =
+            self.cfg.games.get(s.hb_game as usize).filter(|_| s.hb_game != NO_GAME).map(|g| g.name.as_bytes());
         let game = match (gamename, hb_name) {
             (None, Some(n)) => n,
             (Some(g), Some(n)) if g != n => return refuse(&mut self.counters, "gamename differs from the heartbeat's"),
@@ -672,22 +870,40 @@ impl Dpmaster {
         if !self.cfg.policy.accepts(game) {
             return refuse(&mut self.counters, "game policy");
         }
-        let gametype = String::from_utf8_lossy(gametype);
-        s.challenge = None;
-        if s.listing.is_none() {
-            self.listed += 1;
+        // Only graphic ASCII: valid UTF-8.
+        let gametype = std::str::from_utf8(gametype).unwrap_or("0");
+        // The new names are held before the old ones are let go (a renewal keeps its names' ids).
+        let Some(game_id) = self.games.acquire(game) else {
+            return refuse(&mut self.counters, "too many game names");
+        };
+        let Some(type_id) = self.types.acquire(gametype) else {
+            self.games.release(game_id);
+            return refuse(&mut self.counters, "too many game types");
+        };
+        let lease = match now.checked_add(Self::duration_ns(self.cfg.lease)) {
+            Some(t) => t,
+            // A lease too long for the clock (a library user's configuration) is a day.
+            None => now.saturating_add(Self::duration_ns(Duration::from_secs(86_400))),
+        };
+        let Some(s) = self.servers.get_mut(i) else { return };
+        let old = s.listed.then_some((s.game, s.gametype));
+        s.challenged = false;
+        s.listed = true;
+        s.anonymous = s.hb_game != NO_GAME;
+        s.game = game_id;
+        s.gametype = type_id;
+        s.protocol = protocol;
+        s.clients = clients;
+        s.max_clients = max_clients;
+        s.expires = lease;
+        match old {
+            Some((g, t)) => {
+                self.games.release(g);
+                self.types.release(t);
+            }
+            None => self.listed += 1,
         }
-        s.listing = Some(Listing {
-            game: game.into(),
-            gametype: gametype.as_ref().into(),
-            protocol,
-            clients,
-            max_clients,
-            anonymous: s.hb_game.is_some(),
-        });
-        // A lease too long for the clock (a library user's configuration) is a day.
-        s.expires = now.checked_add(self.cfg.lease).unwrap_or(now + Duration::from_secs(86_400));
-        self.expiry.push(Reverse((s.expires, from)));
+        self.deadline(lease);
         self.counters.registrations += 1;
     }
 
@@ -696,6 +912,7 @@ impl Dpmaster {
             self.counters.throttled += 1;
             return;
         }
+        let now = self.ns(now);
         let Ok(text) = std::str::from_utf8(rest) else {
             self.counters.refused += 1;
             return;
@@ -703,25 +920,27 @@ impl Dpmaster {
         let text = text.trim_end_matches(['\n', '\0']);
         let (first, after) = word(text);
         let anonymous = !ext && first.parse::<i32>().is_ok();
-        let (mut game, protocol, filters): (Option<String>, i32, &str) = if anonymous {
+        let (name, protocol, filters): (Option<&str>, i32, &str) = if anonymous {
             let p = first.parse::<i32>().unwrap_or(0);
-            (self.cfg.games.iter().find(|g| g.protocols.contains(&p)).map(|g| g.name.clone()), p, after)
+            (self.cfg.games.iter().find(|g| g.protocols.contains(&p)).map(|g| g.name.as_str()), p, after)
         } else {
             let (p, filters) = word(after);
             match p.parse::<i32>() {
-                Ok(p) if !first.is_empty() && first.len() <= GAMENAME_MAX => (Some(first.to_owned()), p, filters),
+                Ok(p) if !first.is_empty() && first.len() <= GAMENAME_MAX => (Some(first), p, filters),
                 _ => {
                     self.counters.refused += 1;
                     return;
                 }
             }
         };
-        if game.as_deref().is_some_and(|g| !self.cfg.policy.accepts(g)) {
+        if name.is_some_and(|g| !self.cfg.policy.accepts(g)) {
             self.counters.refused += 1;
             return;
         }
-        let props = game.as_deref().and_then(|g| self.game_index(g)).and_then(|i| self.cfg.games.get(i));
+        let props = name.and_then(|g| self.game_index(g)).and_then(|i| self.cfg.games.get(i));
         let (mut empty, mut full) = props.map_or((false, false), |g| (g.send_empty, g.send_full));
+        // The game asked for as its id ([`NO_NAME`]: no server has it); `None` until an anonymous request's is known.
+        let mut game = name.map(|g| self.games.get(g).unwrap_or(NO_NAME));
         let (mut v4, mut v6, mut gametype) = (!ext, false, None::<&str>);
         for f in filters.split(' ').filter(|f| !f.is_empty()) {
             match f {
@@ -748,50 +967,56 @@ impl Dpmaster {
         if !v4 && !v6 {
             (v4, v6) = (true, true);
         }
+        let v6 = v6 && ext;
+        let type_name = gametype;
+        let gametype = type_name.map(|t| self.types.get(t).unwrap_or(NO_NAME));
         let header: &[u8] =
             if ext { b"\xff\xff\xff\xffgetserversExtResponse" } else { b"\xff\xff\xff\xffgetserversResponse" };
         let mut packet = Vec::with_capacity(MAX_DATAGRAM_OUT);
         packet.extend_from_slice(header);
-        let wanted = |game: Option<&str>, l_game: &str, clients: u32, max_clients: u32, l_gametype: &str| {
-            game == Some(l_game)
-                && (empty || clients != 0)
-                && (full || clients < max_clients)
-                && gametype.is_none_or(|t| t == l_gametype)
-        };
-        for (addr, s) in &self.servers {
-            let Some(l) = &s.listing else { continue };
-            if s.expires <= now || l.protocol != protocol {
+        for s in &self.servers {
+            if !s.listed || s.expires <= now || s.protocol != protocol {
                 continue;
             }
-            if game.is_none() && l.anonymous {
+            if game.is_none() && s.anonymous {
                 // An anonymous request takes the game of the first anonymous server of its protocol.
-                if !self.cfg.policy.accepts(&l.game) {
+                if !self.cfg.policy.accepts(self.games.name(s.game)) {
                     self.counters.refused += 1;
                     return; // nothing of this reply was queued yet: no entry matched before its game was known
                 }
-                game = Some(l.game.to_string());
+                game = Some(s.game);
             }
-            if !wanted(game.as_deref(), &l.game, l.clients, l.max_clients, &l.gametype) {
+            if game != Some(s.game)
+                || (!empty && s.clients == 0)
+                || (!full && s.clients >= s.max_clients)
+                || gametype.is_some_and(|t| t != s.gametype)
+            {
                 continue;
             }
-            pack(&mut self.out, reply, header, &mut packet, *addr, v4, v6 && ext);
+            pack(&mut self.out, reply, header, &mut packet, &s.rec, v4, v6);
         }
+        // The mirrored servers, under the same filters (by name: their names are not interned).
+        let mut game_name = name.map(str::to_owned).or_else(|| game.map(|g| self.games.name(g).to_owned()));
         for m in &self.mirrored {
-            if m.protocol != protocol || self.servers.get(&m.addr).is_some_and(|s| s.listing.is_some()) {
+            if m.protocol != protocol || self.find(m.addr).is_some_and(|i| self.servers[i].listed) {
                 continue;
             }
-            if game.is_none() {
+            if game_name.is_none() {
                 // As an anonymous registered server: a game known by its heartbeat tag.
                 let heartbeat = self.cfg.games.iter().any(|g| g.name == m.game && g.heartbeat.is_some());
                 if !heartbeat || !self.cfg.policy.accepts(&m.game) {
                     continue;
                 }
-                game = Some(m.game.clone());
+                game_name = Some(m.game.clone());
             }
-            if !wanted(game.as_deref(), &m.game, m.clients, m.max_clients, &m.gametype) {
+            if game_name.as_deref() != Some(&*m.game)
+                || (!empty && m.clients == 0)
+                || (!full && m.clients >= m.max_clients)
+                || type_name.is_some_and(|t| t != m.gametype)
+            {
                 continue;
             }
-            pack(&mut self.out, reply, header, &mut packet, m.addr, v4, v6 && ext);
+            pack(&mut self.out, reply, header, &mut packet, &record(m.addr), v4, v6);
         }
         if packet.len() + EOT.len() > MAX_DATAGRAM_OUT {
             let full_packet = std::mem::replace(&mut packet, Vec::with_capacity(64));
@@ -804,20 +1029,20 @@ impl Dpmaster {
     }
 }
 
-/// Adds `addr` to a reply (`\` + IPv4 + port when `v4`, `/` + IPv6 + port when `v6`), queueing the datagram and
-/// starting the next one when it would pass [`MAX_DATAGRAM_OUT`].
+/// Adds a server's record to a reply (`\` + IPv4 + port when `v4`, `/` + IPv6 + port when `v6`), queueing the
+/// datagram and starting the next one when it would pass [`MAX_DATAGRAM_OUT`].
 fn pack(
     out: &mut VecDeque<UdpTransmit>,
     reply: Reply,
     header: &[u8],
     packet: &mut Vec<u8>,
-    addr: SocketAddr,
+    rec: &Record,
     v4: bool,
     v6: bool,
 ) {
-    let size = match addr.ip() {
-        IpAddr::V4(_) if v4 => 7,
-        IpAddr::V6(_) if v6 => 19,
+    let size = match rec[0] {
+        b'\\' if v4 => 7,
+        b'/' if v6 => 19,
         _ => return,
     };
     if packet.len() + size > MAX_DATAGRAM_OUT {
@@ -825,17 +1050,7 @@ fn pack(
         out.push_back(reply.with(full_packet));
         packet.extend_from_slice(header);
     }
-    match addr.ip() {
-        IpAddr::V4(ip) => {
-            packet.push(b'\\');
-            packet.extend_from_slice(&ip.octets());
-        }
-        IpAddr::V6(ip) => {
-            packet.push(b'/');
-            packet.extend_from_slice(&ip.octets());
-        }
-    }
-    packet.extend_from_slice(&addr.port().to_be_bytes());
+    packet.extend_from_slice(&rec[..size]);
 }
 
 impl UdpService for Dpmaster {

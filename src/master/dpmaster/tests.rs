@@ -293,7 +293,100 @@ fn ipv6_servers_only_in_extended_replies() {
     // An IPv4-mapped source is its IPv4 address.
     let mapped: SocketAddr = "[::ffff:8.0.0.7]:5".parse().unwrap();
     assert!(heartbeat(&mut m, now, mapped, "QuakeArena-1").is_some());
-    assert!(m.servers.contains_key(&addr(7, 5)));
+    assert!(m.find(addr(7, 5)).is_some());
+}
+
+#[test]
+fn a_server_is_one_72_byte_record() {
+    // The memory per listed server (docs/benchmarks.md) rests on it.
+    assert!(std::mem::size_of::<Server>() <= 72, "{} bytes", std::mem::size_of::<Server>());
+    for a in [addr(1, 27960), "[2001:4860::1]:5".parse().unwrap()] {
+        assert_eq!(address(&record(a)), a);
+    }
+}
+
+/// Registers `from` with a `DarkPlaces` heartbeat as game `game`, type `gametype`.
+fn register_as(m: &mut Dpmaster, now: Instant, from: SocketAddr, game: &str, gametype: &str) -> bool {
+    let before = m.counters().registrations;
+    let c = heartbeat(m, now, from, "DarkPlaces").expect("challenge");
+    let body = format!(
+        "infoResponse\n\\sv_maxclients\\8\\clients\\1\\protocol\\3\\gamename\\{game}\\gametype\\{gametype}\\challenge\\{c}"
+    );
+    m.handle_datagram(now, 0, from, &oob(&body));
+    m.counters().registrations == before + 1
+}
+
+#[test]
+fn game_names_and_types_are_bounded_and_freed_with_their_last_server() {
+    let t0 = Instant::now();
+    let lease = Duration::from_secs(60);
+    let n = MAX_NAMES as u32;
+    let cfg = Config { max_servers: 3 * MAX_NAMES, max_per_address: 1, flood_throttle: 0, lease, ..Config::default() };
+    let mut m = Dpmaster::new(cfg);
+    for i in 0..n {
+        assert!(register_as(&mut m, t0, addr(i, 1), &format!("g{i}"), "dm"), "{i}");
+    }
+    // A new game name past the bound is refused; a known one, or a known type, still registers.
+    assert!(!register_as(&mut m, t0, addr(n, 1), "another", "dm"));
+    assert!(register_as(&mut m, t0, addr(n + 1, 1), "g7", "dm"));
+    assert_eq!(list(&mut m, t0, addr(9, 9), "getservers g7 3"), vec![addr(7, 1), addr(n + 1, 1)]);
+    // Game types too ("dm" is one).
+    for i in 0..n - 1 {
+        assert!(register_as(&mut m, t0, addr(n + 2 + i, 1), "g0", &format!("t{i}")), "{i}");
+    }
+    assert!(!register_as(&mut m, t0, addr(2 * n + 2, 1), "g0", "t-new"));
+    assert_eq!(list(&mut m, t0, addr(9, 10), "getservers g0 3 gametype=t5"), vec![addr(n + 7, 1)]);
+    assert!(list(&mut m, t0, addr(9, 11), "getservers g0 3 gametype=t-new").is_empty());
+    // A renewal under another name lets the old one go.
+    assert!(register_as(&mut m, t0, addr(n + 1, 1), "g0", "dm"));
+    assert_eq!(list(&mut m, t0, addr(9, 12), "getservers g7 3"), vec![addr(7, 1)]);
+    // The leases end: every name is let go, and new ones are taken.
+    m.handle_timeout(t0 + lease);
+    assert_eq!(m.counters().listed, 0);
+    assert!(m.games.ids.is_empty() && m.types.ids.is_empty());
+    assert!(register_as(&mut m, t0 + lease, addr(1, 1), "another", "t-new"));
+    assert_eq!(m.listed(t0 + lease)[0].game, "another");
+}
+
+#[test]
+fn removals_keep_the_index_right_and_sweeps_are_spaced() {
+    let t0 = Instant::now();
+    let lease = Duration::from_secs(10);
+    let cfg = Config { max_servers: 1000, max_per_address: 1000, flood_throttle: 0, lease, ..Config::default() };
+    let mut m = Dpmaster::new(cfg);
+    m.handle_timeout(t0); // the first input: the table's times start here (a later one may not go back before it)
+                          // Every third server registers a second later: the others' leases end first, from all over the table.
+    for i in 0..300u32 {
+        let at = if i % 3 == 0 { t0 + Duration::from_secs(1) } else { t0 };
+        register(&mut m, at, addr(i, 2), 1);
+    }
+    assert_eq!(m.poll_timeout(), Some(t0 + CHALLENGE_TIMEOUT), "the first pending deadline");
+    m.handle_timeout(t0 + CHALLENGE_TIMEOUT);
+    assert_eq!(m.poll_timeout(), Some(t0 + lease));
+    m.handle_timeout(t0 + lease);
+    assert_eq!(m.counters().leases_expired, 200);
+    assert_eq!(m.servers.len(), 100);
+    for (i, s) in m.servers.iter().enumerate() {
+        assert_eq!(m.index.get(&s.rec), Some(&(i as u32)));
+    }
+    for i in (0..300u32).step_by(3) {
+        assert!(m.find(addr(i, 2)).is_some(), "{i}");
+    }
+    let mut got = list(&mut m, t0 + lease, addr(9, 1), "getservers Quake3Arena 71");
+    got.sort();
+    assert_eq!(got, (0..300).step_by(3).map(|i| addr(i, 2)).collect::<Vec<_>>());
+    // The next sweep waits SWEEP_EVERY after this one even if a deadline comes sooner.
+    let _ = heartbeat(&mut m, t0 + lease, addr(500, 1), "QuakeArena-1").unwrap();
+    let _ = heartbeat(&mut m, t0 + lease + Duration::from_millis(1), addr(501, 1), "QuakeArena-1").unwrap();
+    m.handle_timeout(t0 + lease + CHALLENGE_TIMEOUT);
+    assert_eq!(m.counters().pending, 1);
+    assert_eq!(m.poll_timeout(), Some(t0 + lease + CHALLENGE_TIMEOUT + SWEEP_EVERY));
+    m.handle_timeout(t0 + lease + CHALLENGE_TIMEOUT + SWEEP_EVERY);
+    assert_eq!(m.counters().pending, 0);
+    // The other leases ended by then (at t0 + 11 s) too.
+    assert_eq!((m.counters().listed, m.counters().leases_expired), (0, 300));
+    assert!(m.servers.is_empty() && m.index.is_empty() && m.per_ip.is_empty());
+    assert_eq!(m.poll_timeout(), None);
 }
 
 #[test]
