@@ -2,10 +2,10 @@
 games that share one bzhead event loop.
 
     pip install './python[env]' stable-baselines3      # stable-baselines3 brings PyTorch
-    python examples/env_train_ppo.py --envs 4 --steps 200000
+    python examples/env_train_ppo.py --envs 4 --steps 200000 --warp 8
 
 At warp 1 a game gives 10 decisions per game-second, so 4 games give about 40 steps a second: 200,000 steps are
-about 1.4 hours. The CI does not train (docs/env.md, "Training").
+about 1.4 hours; at warp 8 about 10 minutes of play (plus PPO's own updates). The CI does not train (docs/env.md, "Training").
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--envs", type=int, default=4)
     p.add_argument("--steps", type=int, default=200_000)
+    p.add_argument("--warp", type=float, default=1.0, help="game time per wall time (a private bzfs under faketime)")
     p.add_argument("--save", default="bzhead-ppo")
     a = p.parse_args()
 
-    venv = bzhead.env.vector_env(a.envs, opponents={"green": ["sitter"]}, mode="ffa", episode_seconds=60.0)
+    venv = bzhead.env.vector_env(
+        a.envs, opponents={"green": ["sitter"]}, mode="ffa", episode_seconds=60.0, warp=a.warp
+    )
 
     class SB3(VecEnv):
         """bzhead's Gymnasium vector env in Stable-Baselines3's VecEnv shape (SB3 has its own vector API)."""
