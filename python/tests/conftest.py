@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# The examples are imported by the tests that run them (python/examples/).
+sys.path.insert(0, str(REPO / "python" / "examples"))
 BZFS = "/usr/games/bzfs"
 WAIT = 10.0
 
@@ -75,6 +77,17 @@ class Bzfs:
         self.proc.wait()
         self._reader.join(timeout=2)
         return self.log()
+
+
+# A small open world for bzhead.env games: no building between the tanks.
+OPEN_WORLD = "world\n  size 60\nend\n"
+
+
+@pytest.fixture
+def open_world(tmp_path):
+    p = tmp_path / "open.bzw"
+    p.write_text(OPEN_WORLD)
+    return str(p)
 
 
 @pytest.fixture

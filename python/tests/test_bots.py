@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import bzhead
 from conftest import Bzadmin
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import hunter as hunter_example  # noqa: E402  (python/examples/hunter.py)
 
 

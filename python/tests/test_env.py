@@ -3,27 +3,14 @@ sitter (rewards against the server's own kill messages), the vector form, and ba
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bzhead.env
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import env_scripted  # noqa: E402  (python/examples/env_scripted.py)
-
-# A small open world: no building between the tanks.
-OPEN_WORLD = "world\n  size 60\nend\n"
-
-
-@pytest.fixture
-def open_world(tmp_path):
-    p = tmp_path / "open.bzw"
-    p.write_text(OPEN_WORLD)
-    return str(p)
+import env_scripted  # python/examples/env_scripted.py (conftest puts python/examples on the path)
 
 
 def test_the_parallel_env_passes_pettingzoo_s_api_test():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -16,17 +15,7 @@ import pytest
 import bzhead.env
 from conftest import Bzadmin, Bzfs, run_bzhead
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import env_scripted  # noqa: E402  (python/examples/env_scripted.py)
-
-OPEN_WORLD = "world\n  size 60\nend\n"
-
-
-@pytest.fixture
-def open_world(tmp_path):
-    p = tmp_path / "open.bzw"
-    p.write_text(OPEN_WORLD)
-    return str(p)
+import env_scripted  # python/examples/env_scripted.py (conftest puts python/examples on the path)
 
 
 def replay_json(path: Path, *extra: str) -> list:
